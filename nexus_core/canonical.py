@@ -1,0 +1,187 @@
+"""JS-compatible JSON: what ``JSON.stringify`` writes and what ``JSON.parse`` reads.
+
+Every hash the registry stores is taken over ``JSON.stringify`` output, so byte-for-byte
+agreement with JavaScript is the contract (SPEC 2.2):
+
+* index-like keys ("0".."4294967294") come first in numeric order, then insertion order;
+* numbers follow ``Number.prototype.toString`` (``1e-7``, ``0.000001``, ``1e+21``, no ``.0``);
+* lone UTF-16 surrogates are written as ``\\udxxx`` escapes, everything else non-ASCII raw;
+* inputs are parsed as doubles (integers beyond 2^53 lose precision), NaN/Infinity refused.
+
+The fast path hands a normalised copy to the C encoder of :mod:`json`; the rare values the C
+encoder cannot spell (exponent floats, huge integral floats) go through a placeholder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import secrets
+from typing import Any
+
+MAX_SAFE_INTEGER = 2**53 - 1
+_INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JS_TRIM = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def js_number(value: float | int) -> str:
+    """``Number.prototype.toString`` for a JSON number (non-finite gives ``null``)."""
+    if isinstance(value, int):
+        if abs(value) <= MAX_SAFE_INTEGER:
+            return str(value)
+        value = float(value)
+    if not math.isfinite(value):
+        return "null"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    if frac_part == "0":
+        frac_part = ""
+    all_digits = int_part + frac_part
+    significant = all_digits.lstrip("0")
+    # value = 0.d1..dk * 10^n
+    n = len(int_part) + (int(exponent) if exponent else 0) - (len(all_digits) - len(significant))
+    digits = significant.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        text = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + ("+" if e > 0 else "-") + str(abs(e))
+    return sign + text
+
+
+def is_index_key(key: str) -> bool:
+    return bool(_INDEX_KEY.match(key)) and int(key) <= 4294967294
+
+
+def js_key_order(keys: list[str]) -> list[str]:
+    index = [k for k in keys if is_index_key(k)]
+    if not index:
+        return keys
+    index.sort(key=int)
+    return index + [k for k in keys if not is_index_key(k)]
+
+
+class _Normaliser:
+    """Builds the copy handed to the C encoder; collects raw number spellings."""
+
+    def __init__(self) -> None:
+        self.token = ""
+        self.raw: list[str] = []
+
+    def number(self, value: float) -> Any:
+        if not math.isfinite(value):
+            return None
+        if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+            return int(value)
+        text = js_number(value)
+        if text == repr(value):
+            return value
+        if not self.token:
+            self.token = secrets.token_hex(8)
+        self.raw.append(text)
+        return f"\x00{self.token}:{len(self.raw) - 1}\x00"
+
+    def walk(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            keys = js_key_order(list(value))
+            return {k: self.walk(value[k]) for k in keys}
+        if isinstance(value, list):
+            return [self.walk(v) for v in value]
+        if isinstance(value, float):
+            return self.number(value)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+            return self.number(float(value))
+        return value
+
+    def finish(self, text: str) -> str:
+        if self.raw:
+            pattern = re.compile(r'"\\u0000' + self.token + r':(\d+)\\u0000"')
+            text = pattern.sub(lambda m: self.raw[int(m.group(1))], text)
+        if _SURROGATE.search(text):
+            text = _SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group(0)), text)
+        return text
+
+
+def compact(value: Any) -> str:
+    """``JSON.stringify(value)``."""
+    norm = _Normaliser()
+    text = json.dumps(norm.walk(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return norm.finish(text)
+
+
+def pretty(value: Any) -> str:
+    """``JSON.stringify(value, null, 2)``."""
+    norm = _Normaliser()
+    text = json.dumps(norm.walk(value), ensure_ascii=False, indent=2, allow_nan=False)
+    return norm.finish(text)
+
+
+def _parse_int(text: str) -> int | float:
+    number = int(text)
+    if abs(number) <= MAX_SAFE_INTEGER:
+        return number
+    return float(text)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse(text: str) -> Any:
+    """``JSON.parse``: doubles only, no NaN/Infinity literals. Raises ValueError."""
+    return json.loads(text, parse_int=_parse_int, parse_constant=_reject_constant)
+
+
+def copy(value: Any) -> Any:
+    """A JSON deep copy (``JSON.parse(JSON.stringify(v))``): non-finite numbers become null."""
+    return parse(compact(value))
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def sha256_json(value: Any) -> str:
+    return hashlib.sha256(compact(value).encode("utf-8")).hexdigest()
+
+
+def same(a: Any, b: Any) -> bool:
+    """The reference's equality: compact serialisations are identical (key order matters)."""
+    return compact(a) == compact(b)
+
+
+def utf16_len(text: str) -> int:
+    """``String.prototype.length``: UTF-16 code units."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def utf16_key(text: str) -> bytes:
+    """Sort key equal to JS default ``Array.sort()`` order."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def js_sorted(items: Any) -> list[str]:
+    return sorted(items, key=utf16_key)
+
+
+def js_trim(text: str) -> str:
+    return text.strip(_JS_TRIM)
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return bool(_SURROGATE.search(text))

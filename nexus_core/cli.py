@@ -1,0 +1,179 @@
+"""The ``nexus`` command: the reference's interface (SPEC 8), action by action."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from . import canonical
+from .errors import NexusError
+
+MUTATIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
+USAGE = (
+    "Use nexus create --plan FILE, inspect RUN, or "
+    "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
+)
+CLOSING = "Use inspect --json for recorded evidence and reconciliation observations."
+
+
+def _write(stream: Any, text: str) -> None:
+    stream.buffer.write(text.encode("utf-8", "replace"))
+    stream.buffer.flush()
+
+
+def human_summary(result: dict[str, Any]) -> str:
+    if not isinstance(result.get("tasks"), list):
+        return canonical.pretty(result)
+    observations = {o["taskId"]: o for o in result.get("observations") or []}
+    lines = [f"Nexus run {result['id']} \u2014 durable task coordination"]
+    for task in result["tasks"]:
+        attempt = task["attempts"][-1] if task["attempts"] else None
+        execution = attempt["execution"] if attempt else "not started"
+        status = attempt["verification"]["status"] if attempt else "pending"
+        lines.append(f"{task['id']}: {execution}; verification={status}; acceptance={task['integration']}")
+        if attempt:
+            backend = attempt["backend"]
+            lines.append(f"  Attempt: {attempt['id']}; {backend['kind']}: {backend['id']}/{backend['sessionId']}")
+        observation = observations.get(task["id"])
+        if observation:
+            line = f"  {observation['hint']}"
+            if observation["stale"]:
+                line += f" STALE: {observation['staleReason']}"
+            lines.append(line)
+    lines.append(CLOSING)
+    return "\n".join(lines)
+
+
+def exit_code_for(action: str, task_id: str | None, result: dict[str, Any]) -> int:
+    if not isinstance(result.get("tasks"), list) or task_id is None:
+        return 0
+    task = next((t for t in result["tasks"] if t["id"] == task_id), None)
+    attempt = task["attempts"][-1] if task and task["attempts"] else None
+    if action == "verify":
+        return 0 if attempt and attempt["verification"]["status"] == "passed" else 1
+    if action == "launch":
+        receipt = ((attempt or {}).get("process") or {}).get("receipt") or {}
+        return 0 if receipt.get("outcome") == "completed" else 1
+    if action == "collect":
+        return 0 if attempt and attempt["execution"] == "completed" else 1
+    return 0
+
+
+def dispatch(
+    action: str, run: str | None, task: str | None, directory: str, plan: str | None, input_file: str | None
+) -> dict[str, Any]:
+    from . import engine, locks, observe
+    from .inputs import read_input_file
+    from .paths import root_of
+
+    if action == "create" and run is None and task is None:
+        if input_file is not None:
+            raise NexusError("create uses --plan.")
+        plan_value = read_input_file(plan, "--plan")
+        return engine.create_run(directory, plan_value)
+    if action == "recover-lock" and run is None and task is None:
+        if plan is not None:
+            raise NexusError("recover-lock uses --input.")
+        options = read_input_file(input_file, "--input")
+        return locks.recover_lock(root_of(directory), options)
+    if action == "inspect" and task is None:
+        if input_file is not None or plan is not None:
+            raise NexusError("inspect is read-only and takes no input file.")
+        return observe.inspect_run(directory, run)
+    if action not in MUTATIONS or not run or not task or plan is not None:
+        raise NexusError(USAGE)
+    if action in ("verify", "accept"):
+        if input_file is not None:
+            raise NexusError(f"{action} executes its recorded contract and takes no input file.")
+        if action == "verify":
+            return engine.verify_task(directory, run, task)
+        return engine.accept_task(directory, run, task)
+    if action == "launch" and input_file is None:
+        options: dict[str, Any] = {}
+    else:
+        options = read_input_file(input_file, "--input")
+    handler = {
+        "start": engine.start_task,
+        "launch": engine.launch_task,
+        "collect": engine.collect_task,
+        "record": engine.record_attempt,
+        "reconcile": engine.reconcile_attempt,
+        "retry": engine.retry_task,
+        "cancel": engine.cancel_task,
+    }[action]
+    return handler(directory, run, task, options)
+
+
+def _usage_error(message: str) -> NoReturn:
+    _write(sys.stderr, f"error: {message}\n")
+    sys.exit(1)
+
+
+@click.command(
+    name="nexus",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Launch or coordinate attempts, recover interrupted work and verify current artifacts.\n\n"
+    "\b\n"
+    "  nexus create --plan FILE [--json] [-d DIR]\n"
+    "  nexus inspect [RUN] [--json] [-d DIR]\n"
+    "  nexus recover-lock --input FILE [--json] [-d DIR]\n"
+    "  nexus start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK\n"
+    "        [--input FILE] [--json] [-d DIR]",
+)
+@click.argument("action")
+@click.argument("run", required=False)
+@click.argument("task", required=False)
+@click.option("-d", "--directory", default=".", metavar="PATH", help="Project directory (default: the current one).")
+@click.option("--plan", "plan", metavar="FILE", help="JSON task plan for create.")
+@click.option("--input", "input_file", metavar="FILE", help="JSON observation or host identity for a mutation.")
+@click.option("--json", "as_json", is_flag=True, help="Print durable state and evidence as JSON.")
+@click.version_option(package_name="nexus-registry", prog_name="nexus")
+def nexus(
+    action: str, run: str | None, task: str | None, directory: str, plan: str | None, input_file: str | None,
+    as_json: bool,
+) -> None:
+    try:
+        result = dispatch(action, run, task, directory, plan, input_file)
+    except NexusError as error:
+        _fail(error.message, as_json)
+    except OSError as error:
+        _fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), as_json)
+    code = exit_code_for(action, task, result)
+    if as_json:
+        _write(sys.stdout, canonical.pretty(result) + "\n")
+    else:
+        _write(sys.stdout, human_summary(result) + "\n")
+    sys.exit(code)
+
+
+def _fail(message: str, as_json: bool) -> NoReturn:
+    if as_json:
+        _write(sys.stdout, canonical.compact({"schemaVersion": 1, "status": "error", "error": message}) + "\n")
+    else:
+        _write(sys.stderr, f"Nexus: {message}\n")
+    sys.exit(1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        nexus.main(args=argv, prog_name="nexus", standalone_mode=False)
+    except click.exceptions.NoSuchOption as error:
+        _usage_error(f"unknown option '{error.option_name}'")
+    except click.exceptions.MissingParameter as error:
+        name = error.param.name if error.param else "action"
+        _usage_error(f"missing required argument '{name}'")
+    except click.exceptions.UsageError as error:
+        if "unexpected extra argument" in error.message.lower():
+            count = len(argv if argv is not None else sys.argv[1:])
+            _usage_error(f"too many arguments for 'nexus'. Expected 3 arguments but got more ({count} words given).")
+        _usage_error(error.message.rstrip("."))
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+
+
+if __name__ == "__main__":
+    main()

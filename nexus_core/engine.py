@@ -1,0 +1,738 @@
+"""The lifecycle of tasks and attempts (SPEC 5): create, start, retry, record, reconcile,
+cancel, verify and accept, each as a short locked mutation of one run file."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from . import __version__, canonical
+from .checks import check_environment, run_check
+from .errors import NexusError, fail
+from .hostinfo import hostname, pid, pid_alive
+from .locks import WRITER_BUSY, release_writer, try_acquire_writer, writer_lock
+from .paths import overlap, root_of, safe_target
+from .plan import normalize_plan
+from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
+from .store import RUNS, Run, load_run, remove_dead_temp_files, run_path, save_run
+from .timeutil import iso_from_ms, now_iso, now_ms, parse_iso_ms
+from .validate import ident, is_integer, text
+
+Task = dict[str, Any]
+Attempt = dict[str, Any]
+Progress = Callable[[dict[str, Any]], None]
+
+UNCHECKED_SCOPE = (
+    "External effects, undeclared dependencies and files outside the declared scope are not "
+    "sandboxed or independently observed."
+)
+HOST_CAPABILITIES = {"launch": False, "terminate": False, "inspect": "host-observation"}
+PROCESS_CAPABILITIES = {"launch": True, "terminate": "owner-direct-child", "inspect": "durable-process-observation"}
+ACTIVE_EXECUTIONS = ("running", "blocked", "ambiguous")
+PATIENT_LOCK_SECONDS = 5.0
+
+
+# ----------------------------------------------------------------- runtime facts
+
+
+@functools.cache
+def runtime_hash() -> str:
+    """sha256 of this engine module, the counterpart of the reference's nexus.js hash."""
+    with open(__file__, "rb") as handle:
+        return canonical.sha256_bytes(handle.read())
+
+
+def node_arch() -> str:
+    machine = platform.machine().lower()
+    return {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "i686": "ia32", "i386": "ia32"}.get(machine, machine)
+
+
+def node_platform() -> str:
+    return {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
+
+
+def revision(root: str) -> str | None:
+    env = check_environment()["values"]
+    try:
+        top = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--show-toplevel"],
+            env=env, capture_output=True, timeout=5, check=False,
+        )
+        if top.returncode != 0 or os.path.realpath(top.stdout[:4096].decode("utf-8", "replace").strip()) != root:
+            return None
+        head = subprocess.run(
+            ["git", "-C", root, "rev-parse", "HEAD"], env=env, capture_output=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    value = head.stdout[:4096].decode("utf-8", "replace").strip()
+    if head.returncode == 0 and 40 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value):
+        return value
+    return None
+
+
+# ----------------------------------------------------------------- lookups
+
+
+def definition_of(run: Run, task_id: str) -> dict[str, Any]:
+    for definition in run["plan"]["tasks"]:
+        if definition["id"] == task_id:
+            return definition  # type: ignore[no-any-return]
+    raise fail(f"Unknown task: {task_id}")
+
+
+def task_of(run: Run, task_id: object) -> Task:
+    ident(task_id, "Task ID")
+    for task in run["tasks"]:
+        if task["id"] == task_id:
+            return task  # type: ignore[no-any-return]
+    raise fail(f"Unknown task: {task_id}")
+
+
+def latest(task: Task) -> Attempt | None:
+    attempts = task["attempts"]
+    return attempts[-1] if attempts else None
+
+
+def is_active(task: Task) -> bool:
+    attempt = latest(task)
+    if attempt is None:
+        return False
+    return (
+        attempt["execution"] in ACTIVE_EXECUTIONS
+        or attempt["verification"]["status"] in ("running", "ambiguous")
+        or attempt.get("cancellation", {}).get("status") == "requested"
+    )
+
+
+def backend_identity(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict) and value.get("kind") == "process":
+        owner_pid = value.get("ownerPid")
+        if not is_integer(owner_pid) or owner_pid < 1:
+            raise fail("Process backend needs its actual supervisor PID.")
+        return {
+            "kind": "process",
+            "id": text(value.get("id"), "Process owner handle", 200),
+            "sessionId": text(value.get("sessionId"), "Process session", 200),
+            "hostname": text(value.get("hostname"), "Process host", 200),
+            "ownerPid": int(owner_pid),
+            "capabilities": dict(PROCESS_CAPABILITIES),
+        }
+    if not isinstance(value, dict) or value.get("kind") != "host":
+        raise fail("Only host and process backends are implemented.")
+    return {
+        "kind": "host",
+        "id": text(value.get("id"), "Backend handle", 200),
+        "sessionId": text(value.get("sessionId"), "Backend session", 200),
+        "capabilities": dict(HOST_CAPABILITIES),
+    }
+
+
+def bound_attempt(task: Task, options: dict[str, Any]) -> Attempt:
+    attempt = latest(task)
+    if attempt is None or options.get("attemptId") != attempt["id"]:
+        raise fail("Stale or missing attempt identity.")
+    if not canonical.same(backend_identity(options.get("backend")), attempt["backend"]):
+        raise fail("Backend handle/session does not own this attempt.")
+    return attempt
+
+
+# ----------------------------------------------------------------- mutation
+
+
+def _acquire_patiently(root: str, seconds: float) -> str:
+    deadline = time.monotonic() + seconds
+    delay = 0.005
+    while True:
+        token = try_acquire_writer(root)
+        if token is not None:
+            return token
+        if time.monotonic() >= deadline:
+            raise fail(WRITER_BUSY)
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 0.1)
+
+
+def mutate(directory: str, run_id: str, op: Callable[[str, Run], Any], patient: bool = False) -> Run:
+    """Lock, load, change, save. ``patient`` (saves inside an operation that already began)
+    retries the lock for a few seconds instead of failing at once."""
+    root = root_of(directory)
+    if not patient:
+        with writer_lock(root):
+            run = load_run(root, run_id)
+            op(root, run)
+            return save_run(root, run)
+    token = _acquire_patiently(root, PATIENT_LOCK_SECONDS)
+    try:
+        remove_dead_temp_files(root)
+        run = load_run(root, run_id)
+        op(root, run)
+        return save_run(root, run)
+    finally:
+        release_writer(root, token)
+
+
+# ----------------------------------------------------------------- evidence
+
+
+def evidence_current(root: str, run: Run, task: Task, verified: set[str], ancestors: set[str]) -> None:
+    task_id = task["id"]
+    if task_id in ancestors:
+        raise fail(f"Dependency cycle at {task_id}")
+    if task_id in verified:
+        return
+    definition = definition_of(run, task_id)
+    attempt = latest(task)
+    if (
+        attempt is None
+        or attempt["verification"].get("status") != "passed"
+        or attempt["verification"].get("attemptId") != attempt["id"]
+        or attempt["execution"] != "completed"
+        or attempt.get("cancellation", {}).get("status") == "requested"
+    ):
+        raise fail("Current attempt has no eligible passed verification.")
+    verification = attempt["verification"]
+    env = verification.get("environment")
+    if (
+        not isinstance(env, dict)
+        or env.get("policy") != "minimal-local-v1"
+        or env.get("sha256") != canonical.sha256_json(env.get("values"))
+    ):
+        raise fail("Verification environment is missing or obsolete; fresh evidence is required.")
+    protected_snapshot(root, definition)
+    if not canonical.same(scope_snapshot(root, definition["scope"]), verification.get("scopeHashes")) or (
+        not canonical.same(files_snapshot(root, definition["artifacts"], True), verification.get("artifactHashes"))
+    ):
+        raise fail("Stale evidence: checked artifacts or write scope changed.")
+    receipts = verification.get("checks", [])
+    if [r.get("id") for r in receipts] != [c["id"] for c in definition["checks"]] or not all(
+        r.get("exitCode") == 0
+        and not isinstance(r.get("exitCode"), bool)
+        and not r.get("error")
+        and not r.get("signal")
+        and r.get("attemptId") == attempt["id"]
+        and canonical.same(r.get("environment"), env)
+        for r in receipts
+    ):
+        raise fail("Verification receipt is incomplete.")
+    for dep in definition["dependsOn"]:
+        dependency = task_of(run, dep)
+        if dependency["integration"] != "accepted":
+            raise fail(f"Dependency has not been accepted: {dep}")
+        evidence_current(root, run, dependency, verified, ancestors | {task_id})
+    verified.add(task_id)
+
+
+# ----------------------------------------------------------------- begin
+
+
+def assert_capacity(root: str, run: Run, definition: dict[str, Any]) -> None:
+    active = sum(1 for t in run["tasks"] if is_active(t))
+    if active >= run["plan"]["maxParallel"]:
+        raise fail("Run capacity is occupied until active work is reconciled.")
+    from .paths import directory_at
+
+    runs_dir = directory_at(root, RUNS)
+    for name in os.listdir(runs_dir):
+        if not name.endswith(".json"):
+            continue
+        other = load_run(root, name[:-5])
+        for other_task in other["tasks"]:
+            if not is_active(other_task):
+                continue
+            other_def = definition_of(other, other_task["id"])
+            if any(overlap(a, b) for a in other_def["scope"] for b in definition["scope"]):
+                raise fail(f"Write scope is owned by active attempt: {other['id']}/{other_task['id']}")
+
+
+def begin(root: str, run: Run, task: Task, backend_value: Any, retry: bool) -> Attempt:
+    definition = definition_of(run, task["id"])
+    previous = latest(task)
+    if task["integration"] == "accepted":
+        raise fail("Accepted tasks cannot be restarted.")
+    if retry:
+        if (
+            previous is None
+            or is_active(task)
+            or not (
+                previous["execution"] in ("failed", "cancelled")
+                or previous["verification"]["status"] == "failed"
+            )
+        ):
+            raise fail("Retry requires a reconciled failed/cancelled attempt or failed verification.")
+        if not definition["idempotent"] and (previous.get("reconciliation") or {}).get("retrySafe") is not True:
+            raise fail("Non-idempotent retry requires an explicit retry-safe reconciliation.")
+    elif previous is not None:
+        raise fail("Task already has an attempt; inspect or explicitly retry.")
+    if len(task["attempts"]) >= definition["maxAttempts"]:
+        raise fail("Retry limit reached.")
+    verified: set[str] = set()
+    for dep in definition["dependsOn"]:
+        dependency = task_of(run, dep)
+        if dependency["integration"] != "accepted":
+            raise fail(f"Dependency has not been accepted: {dep}")
+        evidence_current(root, run, dependency, verified, set())
+    assert_capacity(root, run, definition)
+    resources = protected_snapshot(root, definition)
+    backend = backend_identity(backend_value)
+    task["integration"] = "pending"
+    started = now_ms()
+    started_iso = iso_from_ms(started)
+    manifest = "_bmad/.bmad-plus-install.json"
+    attempt: Attempt = {
+        "id": str(uuid.uuid4()),
+        "runId": run["id"],
+        "taskId": task["id"],
+        "parentAttemptId": previous["id"] if previous else None,
+        "backend": backend,
+        "execution": "running",
+        "verification": {"status": "pending", "checks": []},
+        "verificationRounds": 0,
+        "verificationHistory": [],
+        "reconciliations": [],
+        "cancellation": {"status": "none"},
+        "startedAt": started_iso,
+        "observedAt": started_iso,
+        "endedAt": None,
+        "deadline": iso_from_ms(started + definition["deadlineMs"]),
+        "baseline": {
+            "repository": root,
+            "revision": revision(root),
+            "framework": {
+                "version": __version__,
+                "runtimeHash": runtime_hash(),
+                "installManifestHash": file_hash(root, manifest, False),
+                "nodeVersion": None,
+                "platform": node_platform(),
+                "arch": node_arch(),
+                "pythonVersion": platform.python_version(),
+            },
+            "scopeHashes": scope_snapshot(root, definition["scope"]),
+            "artifactHashes": files_snapshot(root, definition["artifacts"], False),
+            "resourceHashes": resources,
+            "config": canonical.copy(run["plan"]["config"]),
+        },
+        "authorizations": list(definition["authorizations"]),
+        "observations": [],
+        "uncheckedScope": UNCHECKED_SCOPE,
+    }
+    task["attempts"].append(attempt)
+    return attempt
+
+
+# ----------------------------------------------------------------- actions
+
+
+def create_run(directory: str, plan: Any) -> Run:
+    root = root_of(directory)
+    normalized = normalize_plan(root, plan)
+    with writer_lock(root):
+        path = safe_target(root, run_path(normalized["id"]))
+        if os.path.exists(path):
+            raise fail("Run already exists; inspect it instead.")
+        now = now_iso()
+        run: Run = {
+            "schemaVersion": 1,
+            "id": normalized["id"],
+            "project": root,
+            "frameworkVersion": __version__,
+            "createdAt": now,
+            "updatedAt": now,
+            "sequence": 0,
+            "planHash": canonical.sha256_json(normalized),
+            "plan": normalized,
+            "tasks": [{"id": t["id"], "integration": "pending", "attempts": []} for t in normalized["tasks"]],
+        }
+        return save_run(root, run)
+
+
+def _options(options: Any) -> dict[str, Any]:
+    return options if isinstance(options, dict) else {}
+
+
+def start_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
+    options = _options(options)
+
+    def op(root: str, run: Run) -> None:
+        task = task_of(run, task_id)
+        backend = options.get("backend")
+        if definition_of(run, task_id).get("execution") or not isinstance(backend, dict) or backend.get("kind") != "host":
+            raise fail("Executable plans use launch; start requires a host-owned plan and host identity.")
+        begin(root, run, task, backend, retry=False)
+
+    return mutate(directory, run_id, op)
+
+
+def retry_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
+    options = _options(options)
+
+    def op(root: str, run: Run) -> None:
+        task = task_of(run, task_id)
+        backend = options.get("backend")
+        if definition_of(run, task_id).get("execution") or not isinstance(backend, dict) or backend.get("kind") != "host":
+            raise fail("Executable plans retry through launch with retry: true; retry requires a host identity.")
+        begin(root, run, task, backend, retry=True)
+
+    return mutate(directory, run_id, op)
+
+
+def record_attempt(directory: str, run_id: str, task_id: str, options: Any) -> Run:
+    options = _options(options)
+
+    def op(root: str, run: Run) -> None:
+        task = task_of(run, task_id)
+        attempt = bound_attempt(task, options)
+        if attempt["backend"]["kind"] == "process":
+            raise fail("Process attempts collect their owned receipt; worker observations cannot replace it.")
+        if attempt["execution"] not in ("running", "blocked") or attempt["cancellation"]["status"] != "none":
+            raise fail("This attempt requires reconciliation, not a late worker acknowledgement.")
+        outcome = options.get("outcome")
+        if outcome not in ("completed", "failed", "blocked", "ambiguous"):
+            raise fail("Unsupported worker outcome.")
+        has_exit = "exitCode" in options
+        exit_code = options.get("exitCode")
+        if has_exit and not is_integer(exit_code):
+            raise fail("exitCode must be an integer.")
+        if outcome == "completed" and has_exit and exit_code != 0:
+            raise fail("Nonzero exit cannot be a completed outcome.")
+        summary = text(options.get("summary"), "Worker observation")
+        at = now_iso()
+        attempt["observations"].append(
+            {
+                "at": at,
+                "outcome": outcome,
+                "summary": summary,
+                "exitCode": int(exit_code) if has_exit else None,
+                "evidenceClass": "host-report",
+                "independentlyVerified": False,
+            }
+        )
+        attempt["execution"] = outcome
+        attempt["observedAt"] = at
+        if outcome in ("completed", "failed"):
+            attempt["endedAt"] = at
+            attempt["resultHashes"] = scope_snapshot(root, definition_of(run, task_id)["scope"])
+        if outcome == "blocked":
+            attempt["blockedRequest"] = summary
+
+    return mutate(directory, run_id, op)
+
+
+def _probe_same_host(host: object, process_id: object) -> bool:
+    return host == hostname() and is_integer(process_id) and process_id > 0 and pid_alive(int(process_id))  # type: ignore[operator, arg-type]
+
+
+def reconcile_attempt(directory: str, run_id: str, task_id: str, options: Any) -> Run:
+    options = _options(options)
+
+    def op(root: str, run: Run) -> None:
+        task = task_of(run, task_id)
+        attempt = bound_attempt(task, options)
+        if task["integration"] == "accepted":
+            raise fail("Accepted work cannot be rewritten through reconciliation.")
+        outcome = options.get("outcome")
+        if outcome not in ("completed", "failed", "cancelled"):
+            raise fail("Reconciliation must establish completed, failed or cancelled work.")
+        if options.get("ownerStopped") is not True:
+            raise fail(
+                "Reconciliation requires an explicit ownerStopped observation; timeouts alone are insufficient."
+            )
+        backend = attempt["backend"]
+        process = attempt.get("process") or {}
+        if backend["kind"] == "process":
+            if process.get("status") != "finished" and _probe_same_host(backend.get("hostname"), backend.get("ownerPid")):
+                raise fail(
+                    "Process supervisor may still be alive; request cancellation and inspect its actual operation."
+                )
+            receipt = process.get("receipt") or {}
+            if receipt.get("directChildExited") is not True and _probe_same_host(
+                backend.get("hostname"), process.get("childPid")
+            ):
+                raise fail(
+                    "The original child may still be alive; inspect its effects before stopped-owner reconciliation."
+                )
+        verification = attempt["verification"]
+        owner = verification.get("owner") or {}
+        if verification["status"] == "running" and _probe_same_host(owner.get("hostname"), owner.get("pid")):
+            raise fail("Verification process is still alive; request cancellation and wait for it to stop.")
+        definition = definition_of(run, task_id)
+        observed = scope_snapshot(root, definition["scope"])
+        if outcome == "completed" and verification["status"] == "failed":
+            raise fail("Failed verification requires a new attempt; reconciliation cannot reset it.")
+        if outcome == "completed" and "resultHashes" in attempt and not canonical.same(observed, attempt["resultHashes"]):
+            raise fail("Recorded result changed; reconcile failure and retry with a new attempt.")
+        summary = text(options.get("summary"), "Reconciliation observation")
+        at = now_iso()
+        reconciliation = {
+            "at": at,
+            "summary": summary,
+            "outcome": outcome,
+            "ownerStopped": True,
+            "retrySafe": options.get("retrySafe") is True,
+            "observedHashes": observed,
+            "evidenceClass": "operator-observation",
+            "independentlyVerified": False,
+        }
+        attempt["reconciliation"] = reconciliation
+        attempt["reconciliations"].append(canonical.copy(reconciliation))
+        attempt["execution"] = outcome
+        attempt["observedAt"] = at
+        attempt["endedAt"] = at
+        if verification["status"] in ("running", "ambiguous"):
+            verification["status"] = "ambiguous"
+            attempt["verificationHistory"].append(canonical.copy(verification))
+            attempt["verification"] = {"status": "pending", "checks": []}
+        cancellation = attempt["cancellation"]
+        if cancellation.get("status") == "requested" or outcome == "cancelled":
+            reconciled = dict(cancellation)
+            reconciled["status"] = "reconciled"
+            reconciled["reconciledAt"] = at
+            reconciled["resolvedOutcome"] = outcome
+            attempt["cancellation"] = reconciled
+        if "resultHashes" not in attempt:
+            attempt["resultHashes"] = observed
+
+    return mutate(directory, run_id, op)
+
+
+def cancel_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
+    options = _options(options)
+
+    def op(root: str, run: Run) -> None:
+        task = task_of(run, task_id)
+        attempt = latest(task)
+        if attempt is None or task["integration"] == "accepted":
+            raise fail("Only an unaccepted existing attempt can be cancelled.")
+        if attempt["cancellation"]["status"] != "none":
+            raise fail("Cancellation is already recorded; inspect and reconcile it.")
+        is_process = attempt["backend"]["kind"] == "process"
+        if is_process:
+            bound_attempt(task, options)
+        reason = text(options.get("reason"), "Cancellation reason")
+        attempt["cancellation"] = {
+            "status": "requested",
+            "requestedAt": now_iso(),
+            "reason": reason,
+            "termination": "requested-from-original-owner" if is_process else "unresolved-host-owned",
+            "processesSignalled": [],
+        }
+        if attempt["execution"] in ("running", "blocked"):
+            attempt["execution"] = "ambiguous"
+        attempt["observedAt"] = now_iso()
+
+    return mutate(directory, run_id, op)
+
+
+def accept_task(directory: str, run_id: str, task_id: str) -> Run:
+    def op(root: str, run: Run) -> None:
+        task = task_of(run, task_id)
+        if task["integration"] == "accepted":
+            raise fail("Task is already accepted.")
+        evidence_current(root, run, task, set(), set())
+        attempt = latest(task)
+        assert attempt is not None
+        task["integration"] = "accepted"
+        task["acceptedAt"] = now_iso()
+        task["integrationReceipt"] = {
+            "attemptId": attempt["id"],
+            "artifactHashes": canonical.copy(attempt["verification"]["artifactHashes"]),
+            "action": "accept-current-workspace",
+            "gitOperation": None,
+        }
+
+    return mutate(directory, run_id, op)
+
+
+# ----------------------------------------------------------------- verify
+
+
+def _owns_verification(run: Run, task_id: str, attempt_id: str, verification_id: str) -> bool:
+    attempt = latest(task_of(run, task_id))
+    return (
+        attempt is not None
+        and attempt["id"] == attempt_id
+        and attempt["verification"].get("id") == verification_id
+        and attempt["verification"].get("status") == "running"
+    )
+
+
+def _preflight(check_id: str, attempt_id: str, message: str, started: str) -> dict[str, Any]:
+    return {
+        "id": check_id,
+        "attemptId": attempt_id,
+        "exitCode": None,
+        "error": message,
+        "evidenceClass": "runtime-preflight",
+        "startedAt": started,
+        "endedAt": now_iso(),
+    }
+
+
+def _error_text(error: BaseException) -> str:
+    if isinstance(error, NexusError):
+        return error.message
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.strerror}: {error.filename}"
+    return str(error)
+
+
+def verify_task(
+    directory: str,
+    run_id: str,
+    task_id: str,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Run:
+    """Run the task's checks (outside the lock) and record the verdict.
+
+    ``progress`` receives ``{"event": "check-started"|"check-finished", "index", "total", ...}``;
+    ``should_stop`` is polled between checks: a stop request records what ran and ends the
+    verification as ambiguous, never passed.
+    """
+    verification_id = str(uuid.uuid4())
+    environment = check_environment()
+    ids: dict[str, str] = {}
+
+    def prepare(root: str, run: Run) -> None:
+        task = task_of(run, task_id)
+        attempt = latest(task)
+        if (
+            attempt is None
+            or attempt["execution"] != "completed"
+            or attempt["cancellation"]["status"] == "requested"
+            or task["integration"] == "accepted"
+        ):
+            raise fail("Verification requires completed, unaccepted, reconciled work.")
+        if attempt["verification"]["status"] != "pending":
+            raise fail("Verification already exists; inspect/reconcile or retry before executing again.")
+        definition = definition_of(run, task_id)
+        if attempt["verificationRounds"] >= definition["maxAttempts"]:
+            raise fail("Verification restart limit reached; reconcile and create a new attempt.")
+        protected_snapshot(root, definition)
+        scope_hashes = scope_snapshot(root, definition["scope"])
+        if not canonical.same(scope_hashes, attempt.get("resultHashes")):
+            raise fail("Artifacts changed after the worker result; reconcile the current result first.")
+        attempt["verificationRounds"] += 1
+        attempt["verification"] = {
+            "id": verification_id,
+            "attemptId": attempt["id"],
+            "status": "running",
+            "startedAt": now_iso(),
+            "frameworkVersion": __version__,
+            "environment": canonical.copy(environment),
+            "owner": {"pid": pid(), "hostname": hostname()},
+            "revision": revision(root),
+            "scopeHashes": scope_hashes,
+            "artifactHashes": files_snapshot(root, definition["artifacts"], True),
+            "resourceHashes": canonical.copy(definition["resourceHashes"]),
+            "checks": [],
+        }
+        ids["attempt"] = attempt["id"]
+
+    prepared = mutate(directory, run_id, prepare)
+    root = prepared["project"]
+    definition = definition_of(prepared, task_id)
+    attempt_id = ids["attempt"]
+    checks = definition["checks"]
+    stopped = False
+    for index, check in enumerate(checks):
+        before = load_run(root, run_id)
+        if not _owns_verification(before, task_id, attempt_id, verification_id):
+            raise fail("Verification ownership changed; no further command was launched.")
+        current = latest(task_of(before, task_id))
+        assert current is not None
+        if current["cancellation"]["status"] == "requested":
+            break
+        if should_stop is not None and should_stop():
+            stopped = True
+            break
+        if progress:
+            progress({"event": "check-started", "index": index, "total": len(checks), "check": check["id"],
+                      "command": [check["command"], *check["args"]]})
+        started = now_iso()
+        verification = current["verification"]
+        try:
+            protected_snapshot(root, definition)
+            if not canonical.same(scope_snapshot(root, definition["scope"]), verification["scopeHashes"]):
+                raise fail("Checked files changed before the next verification command.")
+            receipt = run_check(root, check, attempt_id, environment)
+            receipt["artifactHashes"] = canonical.copy(verification["artifactHashes"])
+            receipt["scopeSnapshotHash"] = canonical.sha256_json(verification["scopeHashes"])
+        except Exception as error:  # noqa: BLE001 - any failure becomes a preflight receipt
+            receipt = _preflight(check["id"], attempt_id, _error_text(error), started)
+
+        def save_receipt(_root: str, run: Run, receipt: dict[str, Any] = receipt) -> None:
+            if not _owns_verification(run, task_id, attempt_id, verification_id):
+                raise fail("Stale verification result was rejected.")
+            attempt = latest(task_of(run, task_id))
+            assert attempt is not None
+            attempt["verification"]["checks"].append(receipt)
+
+        saved = mutate(directory, run_id, save_receipt, patient=True)
+        if progress:
+            progress({"event": "check-finished", "index": index, "total": len(checks), "check": check["id"],
+                      "exitCode": receipt.get("exitCode"), "timedOut": receipt.get("timedOut", False),
+                      "error": receipt.get("error")})
+        saved_attempt = latest(task_of(saved, task_id))
+        assert saved_attempt is not None
+        if (
+            receipt.get("exitCode") != 0
+            or receipt.get("error")
+            or receipt.get("signal")
+            or saved_attempt["cancellation"]["status"] == "requested"
+        ):
+            break
+
+    def finalize(root: str, run: Run) -> None:
+        if not _owns_verification(run, task_id, attempt_id, verification_id):
+            raise fail("Stale verification finalization was rejected.")
+        task = task_of(run, task_id)
+        attempt = latest(task)
+        assert attempt is not None
+        verification = attempt["verification"]
+        problem: str | None = None
+        try:
+            protected_snapshot(root, definition)
+            if not canonical.same(scope_snapshot(root, definition["scope"]), verification["scopeHashes"]) or not (
+                canonical.same(files_snapshot(root, definition["artifacts"], True), verification["artifactHashes"])
+            ):
+                problem = "Checked files changed during verification."
+        except Exception as error:  # noqa: BLE001
+            problem = _error_text(error)
+        receipts = verification["checks"]
+        uncertain = stopped or attempt["cancellation"]["status"] == "requested" or any(
+            r.get("timedOut") for r in receipts
+        )
+        passed = (
+            problem is None
+            and not uncertain
+            and len(receipts) == len(definition["checks"])
+            and all(r.get("exitCode") == 0 and not r.get("error") and not r.get("signal") for r in receipts)
+        )
+        verification["status"] = "ambiguous" if uncertain else ("passed" if passed else "failed")
+        verification["problem"] = problem
+        verification["endedAt"] = now_iso()
+        if not passed:
+            task["integration"] = "rejected"
+
+    return mutate(directory, run_id, finalize, patient=True)
+
+
+def launch_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
+    from .process import launch_task as launch
+
+    return launch(directory, run_id, task_id, options)
+
+
+def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
+    from .process import collect_task as collect
+
+    return collect(directory, run_id, task_id, options)

@@ -1,0 +1,80 @@
+"""Strict reading of --plan and --input files (SPEC 8.2 and DESIGN 3).
+
+Bytes are refused, never repaired: empty, over 1 MiB, not UTF-8, NUL, lone surrogates, a BOM
+or invalid JSON each give a clear message naming the file. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+from . import canonical
+from .errors import NexusError
+
+INPUT_LIMIT = 1048576
+
+
+def _strings(value: Any) -> Any:
+    """Yield every string (keys and values) of a parsed JSON value."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def read_input_file(file: str | None, option: str) -> dict[str, Any]:
+    if not file:
+        raise NexusError(f"{option} requires a JSON file.")
+    path = os.path.abspath(file)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise NexusError(f"{option} file not found: {path}") from None
+    except OSError as error:
+        raise NexusError(f"{option} file cannot be read ({error.strerror}): {path}") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > INPUT_LIMIT:
+        raise NexusError(f"{option} must name a regular JSON file no larger than 1 MiB.")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            raw = handle.read(INPUT_LIMIT + 1)
+    except OSError as error:
+        raise NexusError(f"{option} file cannot be read ({error.strerror}): {path}") from None
+    if len(raw) > INPUT_LIMIT:
+        raise NexusError(f"{option} must name a regular JSON file no larger than 1 MiB.")
+    if not raw.strip():
+        raise NexusError(f"{option} file is empty: {path}")
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise NexusError(f"{option} file contains a NUL byte at offset {nul}: {path}")
+    try:
+        content = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NexusError(f"{option} file is not valid UTF-8 (byte offset {error.start}): {path}") from None
+    if content.startswith("\ufeff"):
+        raise NexusError(f"{option} file starts with a byte order mark, which JSON does not allow: {path}")
+    try:
+        value = canonical.parse(content)
+    except RecursionError:
+        raise NexusError(f"{option} file is not valid JSON (nested too deeply): {path}") from None
+    except ValueError as error:
+        detail = getattr(error, "msg", None)
+        where = f"line {error.lineno} column {error.colno}" if hasattr(error, "lineno") else ""
+        reason = f"{detail} at {where}" if detail and where else str(error)
+        raise NexusError(f"{option} file is not valid JSON ({reason}): {path}") from None
+    for item in _strings(value):
+        if "\x00" in item:
+            raise NexusError(f"{option} file contains an escaped NUL character (\\u0000): {path}")
+        if canonical.has_lone_surrogate(item):
+            raise NexusError(f"{option} file contains a lone UTF-16 surrogate escape: {path}")
+    if not isinstance(value, dict):
+        raise NexusError(f"{option} must contain a JSON object.")
+    return value

@@ -1,0 +1,189 @@
+"""writer.lock and recovery.lock (SPEC 7) and recover-lock (SPEC 5.3)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from . import canonical
+from .errors import NexusError, fail
+from .hostinfo import hostname, pid, pid_alive
+from .paths import safe_target
+from .store import BASE, atomic_write, make_dirs, remove_dead_temp_files, unsafe_reason
+from .timeutil import now_iso
+
+WRITER_LOCK = BASE + "/writer.lock"
+RECOVERY_LOCK = BASE + "/recovery.lock"
+LOCK_RECOVERY_DIR = BASE + "/lock-recovery"
+RECOVERY_HINT = "Inspect the owner; recover only after its process has stopped."
+
+RECOVERY_ACTIVE = "Lock recovery is active or interrupted; inspect recovery.lock and its owner before proceeding."
+WRITER_BUSY = "Another mutation owns writer.lock; inspect before explicit recovery."
+RECOVERY_BUSY = "Another recovery owns recovery.lock; inspect its owner and effects before any manual recovery."
+
+
+def _exists(root: str, rel: str) -> bool:
+    return os.path.exists(os.path.join(root, rel))
+
+
+def _publish(root: str, rel: str, owner: dict[str, Any]) -> bool:
+    """Create the lock with its full owner JSON in one step (write a temp file, link it).
+
+    ``link`` fails if the lock exists, so a reader never sees an empty lock. Returns False
+    when another owner holds it.
+    """
+    target = safe_target(root, rel)
+    make_dirs(os.path.dirname(target))
+    safe_target(root, rel)
+    temp = os.path.join(os.path.dirname(target), f".{os.path.basename(rel)}.{owner['token']}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            os.write(fd, canonical.compact(owner).encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, target)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+
+
+def _release(root: str, rel: str, token: str) -> None:
+    path = os.path.join(root, rel)
+    try:
+        with open(path, "rb") as handle:
+            owner = canonical.parse(handle.read().decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return
+    if isinstance(owner, dict) and owner.get("token") == token:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def new_owner() -> dict[str, Any]:
+    return {"token": str(uuid.uuid4()), "pid": pid(), "hostname": hostname(), "createdAt": now_iso()}
+
+
+def try_acquire_writer(root: str) -> str | None:
+    """Take writer.lock once; the owner token, or None when another owner holds it."""
+    if _exists(root, RECOVERY_LOCK):
+        raise fail(RECOVERY_ACTIVE)
+    owner = new_owner()
+    if not _publish(root, WRITER_LOCK, owner):
+        return None
+    if _exists(root, RECOVERY_LOCK):
+        _release(root, WRITER_LOCK, owner["token"])
+        raise fail(RECOVERY_ACTIVE)
+    return str(owner["token"])
+
+
+@contextlib.contextmanager
+def writer_lock(root: str) -> Iterator[None]:
+    token = try_acquire_writer(root)
+    if token is None:
+        raise fail(WRITER_BUSY)
+    try:
+        remove_dead_temp_files(root)
+        yield
+    finally:
+        _release(root, WRITER_LOCK, token)
+
+
+def release_writer(root: str, token: str) -> None:
+    _release(root, WRITER_LOCK, token)
+
+
+@contextlib.contextmanager
+def recovery_lock(root: str) -> Iterator[None]:
+    owner = new_owner()
+    if not _publish(root, RECOVERY_LOCK, owner):
+        raise fail(RECOVERY_BUSY)
+    try:
+        yield
+    finally:
+        _release(root, RECOVERY_LOCK, owner["token"])
+
+
+def lock_snapshot(root: str, rel: str) -> dict[str, Any] | None:
+    path = safe_target(root, rel)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        owner = canonical.parse(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        owner = None
+    snapshot: dict[str, Any] = {
+        "hash": canonical.sha256_bytes(raw),
+        "owner": owner,
+        "recovery": RECOVERY_HINT,
+    }
+    reason = unsafe_reason(info)
+    if reason:
+        # Not in the reference: an unsafe lock is reported, never trusted.
+        snapshot["unsafe"] = reason
+    return snapshot
+
+
+def recover_lock(root: str, options: dict[str, Any]) -> dict[str, Any]:
+    from .validate import text
+
+    note = text(options.get("note"), "Recovery observation")
+    with recovery_lock(root):
+        observed = lock_snapshot(root, WRITER_LOCK)
+        if (
+            observed is None
+            or observed["hash"] != options.get("expectedHash")
+            or options.get("ownerStopped") is not True
+        ):
+            raise fail("Exact lock hash and an explicit stopped-owner observation are required.")
+        if "unsafe" in observed:
+            raise fail(f"writer.lock is unsafe ({observed['unsafe']}); inspect it by hand, nothing was removed.")
+        owner = observed["owner"]
+        if (
+            isinstance(owner, dict)
+            and owner.get("hostname") == hostname()
+            and isinstance(owner.get("pid"), int)
+            and not isinstance(owner.get("pid"), bool)
+            and owner["pid"] > 0
+            and pid_alive(owner["pid"])
+        ):
+            raise fail("Lock owner process is still alive; no lock was removed.")
+        receipt = {
+            "schemaVersion": 1,
+            "observed": observed,
+            "note": note,
+            "ownerStopped": True,
+            "recoveredAt": now_iso(),
+            "evidenceClass": "operator-observation",
+        }
+        atomic_write(root, f"{LOCK_RECOVERY_DIR}/{uuid.uuid4()}.json", canonical.pretty(receipt) + "\n")
+        again = lock_snapshot(root, WRITER_LOCK)
+        if again is None or again["hash"] != observed["hash"]:
+            raise fail("Lock changed during recovery.")
+        os.unlink(safe_target(root, WRITER_LOCK))
+        return receipt
+
+
+__all__ = [
+    "NexusError",
+    "RECOVERY_LOCK",
+    "WRITER_LOCK",
+    "lock_snapshot",
+    "recover_lock",
+    "writer_lock",
+]

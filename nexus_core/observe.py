@@ -1,0 +1,153 @@
+"""``inspect``: the inventory and per-run observations (SPEC 3.18, 5.2). Read-only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import __version__
+from .engine import definition_of, evidence_current, is_active, latest
+from .errors import NexusError
+from .locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
+from .paths import root_of
+from .snapshots import protected_snapshot
+from .store import Run, list_run_ids, list_temp_files, load_run
+from .timeutil import now_ms, parse_iso_ms
+
+INVENTORY_HINT = "Run IDs are an inventory, not validated outcomes; inspect an individual run for current evidence."
+HINT_ACCEPTED = "Accepted; no git operation was performed."
+HINT_START = "Start when dependencies have current accepted evidence."
+HINT_ACTIVE = (
+    "Inspect this exact backend and attempt. Reconcile ambiguous or stopped work before retry; "
+    "no automatic relaunch or termination."
+)
+HINT_ACCEPT = "Accept only after rechecking current artifacts and resources."
+HINT_VERIFY = "Run the configured verification checks."
+HINT_TERMINAL = "Review the terminal record and retry policy; a retry creates a new attempt."
+HINT_RECEIPT_READY = (
+    "An owned process receipt is ready. Collect this exact attempt, then verify its current artifacts."
+)
+HINT_RECEIPT_OTHER = (
+    "Inspect and collect the owned process receipt. Resolve blocked or ambiguous effects before a new "
+    "attempt; completion is not established."
+)
+HINT_STALE_PREFIX = "Recorded state is historical; current inputs/evidence are stale: "
+PROCESS_HINT = "A stored PID or fresh heartbeat is an observation, not authority to terminate or relaunch."
+HEARTBEAT_STALE_MS = 5000
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, NexusError):
+        return error.message
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.strerror}: {error.filename}"
+    return str(error)
+
+
+def process_observation(attempt: dict[str, Any], now: int) -> dict[str, Any]:
+    process = attempt.get("process")
+    if not isinstance(process, dict):
+        process = None
+    heartbeat = process.get("heartbeatAt") if process else None
+    beat_ms = parse_iso_ms(heartbeat)
+    return {
+        "status": process.get("status") if process else "launch-unacknowledged",
+        "supervisor": process.get("owner") if process else None,
+        "lastHeartbeat": heartbeat,
+        "heartbeatStale": beat_ms is None or now - beat_ms > HEARTBEAT_STALE_MS,
+        "childPid": process.get("childPid") if process else None,
+        "receiptReady": bool(process and process.get("receipt") is not None and not process.get("collectedAt")),
+        "liveIdentityEstablished": False,
+        "hint": PROCESS_HINT,
+    }
+
+
+def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], now: int) -> dict[str, Any]:
+    definition = definition_of(run, task["id"])
+    attempt = latest(task)
+    active = is_active(task)
+    deadline = parse_iso_ms(attempt.get("deadline")) if attempt else None
+    stale_reason: str | None = None
+    resources_current = True
+    try:
+        protected_snapshot(root, definition)
+    except Exception as error:  # noqa: BLE001 - every failure is an observation
+        resources_current = False
+        stale_reason = _message(error)
+    evidence_eligible = False
+    verification = attempt["verification"] if attempt else {}
+    if attempt and verification.get("status") == "passed":
+        try:
+            evidence_current(root, run, task, verified, set())
+            evidence_eligible = True
+        except Exception as error:  # noqa: BLE001
+            stale_reason = _message(error)
+    hint = HINT_ACCEPTED if task["integration"] == "accepted" else HINT_START
+    if attempt:
+        if active:
+            hint = HINT_ACTIVE
+        elif verification.get("status") == "passed":
+            hint = HINT_ACCEPT
+        elif attempt["execution"] == "completed" and verification.get("status") == "pending":
+            hint = HINT_VERIFY
+        else:
+            hint = HINT_TERMINAL
+        process = attempt.get("process")
+        if (
+            attempt["backend"].get("kind") == "process"
+            and isinstance(process, dict)
+            and process.get("status") == "finished"
+            and not process.get("collectedAt")
+        ):
+            receipt = process.get("receipt") or {}
+            hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
+    if stale_reason is not None:
+        hint = HINT_STALE_PREFIX + stale_reason
+    observation: dict[str, Any] = {
+        "taskId": task["id"],
+        "attemptId": attempt["id"] if attempt else None,
+        "overdue": bool(attempt and active and deadline is not None and now > deadline),
+        "resourcesCurrent": resources_current,
+        "evidenceEligible": evidence_eligible,
+        "stale": stale_reason is not None,
+        "staleReason": stale_reason,
+    }
+    if attempt and attempt["backend"].get("kind") == "process":
+        observation["process"] = process_observation(attempt, now)
+    observation["hint"] = hint
+    return observation
+
+
+def inspect_loaded(root: str, run: Run, now: int | None = None) -> dict[str, Any]:
+    """Observations for a run already loaded (the dashboard reuses parsed runs)."""
+    moment = now_ms() if now is None else now
+    verified: set[str] = set()
+    result = dict(run)
+    result["observations"] = [observe_task(root, run, task, verified, moment) for task in run["tasks"]]
+    result["lock"] = lock_snapshot(root, WRITER_LOCK)
+    result["recoveryLock"] = lock_snapshot(root, RECOVERY_LOCK)
+    return result
+
+
+def inspect_inventory(root: str) -> dict[str, Any]:
+    run_ids = list_run_ids(root)
+    inventory: dict[str, Any] = {
+        "schemaVersion": 1,
+        "project": root,
+        "frameworkVersion": __version__,
+        "runIds": run_ids,
+        "lock": lock_snapshot(root, WRITER_LOCK),
+        "recoveryLock": lock_snapshot(root, RECOVERY_LOCK),
+        "hint": INVENTORY_HINT,
+    }
+    temps = list_temp_files(root)
+    if temps:
+        # Not in the reference: leftovers of killed writers are counted, never loaded.
+        inventory["strayTempFiles"] = len(temps)
+    return inventory
+
+
+def inspect_run(directory: str, run_id: str | None = None) -> dict[str, Any]:
+    root = root_of(directory)
+    if run_id is None:
+        return inspect_inventory(root)
+    return inspect_loaded(root, load_run(root, run_id))

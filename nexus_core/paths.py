@@ -1,0 +1,152 @@
+"""Path rules (SPEC 1.4-1.7): project-relative path validation and the symlink-free walk."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+from .canonical import js_trim, utf16_len
+from .errors import NexusError, fail
+
+_FORBIDDEN = set('\\:<>"|?*')
+_RESERVED = re.compile(r"(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\.|\Z)", re.IGNORECASE | re.ASCII)
+_STATE_DIRS = (".bmad-plus/nexus", ".git")
+
+
+def _validate_relative_file(file: str) -> None:
+    if (
+        not isinstance(file, str)
+        or not file
+        or "\\" in file
+        or ":" in file
+        or "\x00" in file
+        or file.startswith("/")
+        or any(seg in ("", ".", "..") for seg in file.split("/"))
+    ):
+        raise NexusError(f"Adapter file must be a relative project path: {file}")
+
+
+def safe_target(root: str, file: str, trusted_dir: str | None = None) -> str:
+    """Absolute path of ``file`` under ``root``; every existing component must be real.
+
+    ``trusted_dir`` names a directory this operation has just walked with lstat (a scope
+    walk): components up to it are not re-checked, which keeps large snapshots cheap.
+    """
+    _validate_relative_file(file)
+    target = os.path.join(root, file)
+    parts = target.split("/")
+    start = 1
+    current = ""
+    if trusted_dir is not None and target.startswith(trusted_dir + "/"):
+        current = trusted_dir
+        start = trusted_dir.count("/") + 1
+    else:
+        current = ""
+    last = len(parts) - 1
+    for index in range(start, len(parts)):
+        current = current + "/" + parts[index]
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            break
+        except NotADirectoryError:
+            break
+        if stat.S_ISLNK(info.st_mode):
+            raise NexusError(f"Adapter path contains a symlink or junction: {current}")
+        if index == last:
+            if not stat.S_ISREG(info.st_mode):
+                raise NexusError(f"Adapter target is not a regular file: {current}")
+        elif not stat.S_ISDIR(info.st_mode):
+            raise NexusError(f"Adapter parent is not a directory: {current}")
+    return target
+
+
+def root_of(directory: str) -> str:
+    root = os.path.abspath(directory)
+    safe_target(root, ".bmad-plus/nexus/.probe")
+    try:
+        info = os.stat(root)
+    except FileNotFoundError:
+        raise fail(f"Project directory does not exist: {root}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise fail("Project directory is not a directory.")
+    return os.path.realpath(root)
+
+
+def text_ok(value: object, limit: int) -> bool:
+    return (
+        isinstance(value, str)
+        and js_trim(value) != ""
+        and utf16_len(value) <= limit
+        and "\x00" not in value
+    )
+
+
+def _is_unsafe(value: str) -> bool:
+    if any(ch in _FORBIDDEN or ord(ch) < 32 for ch in value):
+        return True
+    if value.startswith("/"):
+        return True
+    if value == ".." or value.startswith("../"):
+        return True
+    # Equivalent of path.posix.normalize(value) !== value.
+    if "//" in value:
+        return True
+    segments = value.split("/")
+    if ".." in segments:
+        return True
+    return "." in segments and value not in (".", "./")
+
+
+def relative(value: object, allow_dot: bool = False) -> str:
+    if allow_dot and value == ".":
+        return "."
+    if not text_ok(value, 500):
+        raise fail("Relative path must be a nonempty bounded string.")
+    assert isinstance(value, str)
+    if _is_unsafe(value):
+        raise fail(f"Unsafe relative path: {value}")
+    for segment in value.split("/"):
+        if (
+            segment in ("", ".")
+            or segment.endswith(".")
+            or segment.endswith(" ")
+            or _RESERVED.match(segment)
+        ):
+            raise fail(f"Nonportable path: {value}")
+    return value
+
+
+def directory_at(root: str, rel: object) -> str:
+    rel = relative(rel, allow_dot=True)
+    if rel == ".":
+        safe_target(root, ".nexus-directory-probe")
+        path = root
+    else:
+        safe_target(root, rel + "/.nexus-directory-probe")
+        path = os.path.join(root, rel)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise fail(f"Directory is missing: {rel}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise fail(f"Check cwd is not a directory: {rel}")
+    return path
+
+
+def in_scope(file: str, scope: str) -> bool:
+    f, s = file.lower(), scope.lower()
+    return f == s or f.startswith(s + "/")
+
+
+def overlap(a: str, b: str) -> bool:
+    return in_scope(a, b) or in_scope(b, a)
+
+
+def touches_state(scope: str) -> bool:
+    return any(overlap(scope, protected) for protected in _STATE_DIRS)
+
+
+def project_relative(root: str, absolute: str) -> str:
+    return os.path.relpath(absolute, root).replace(os.sep, "/")

@@ -1,0 +1,141 @@
+"""File, scope and protected-resource snapshots (SPEC 5.0.2, 5.0.4) and executables (4.1)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import sys
+from typing import Any
+
+from . import canonical
+from .errors import fail
+from .paths import directory_at, relative, safe_target
+
+FILE_LIMIT = 16 * 1024 * 1024
+SCOPE_FILE_LIMIT = 10000
+_CHUNK = 1024 * 1024
+
+
+def hash_file(path: str) -> str:
+    with open(path, "rb", buffering=0) as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def file_hash(root: str, file: str, required: bool, trusted_dir: str | None = None) -> str | None:
+    relative(file)
+    path = safe_target(root, file, trusted_dir)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if required:
+            raise fail(f"Required file is missing: {file}") from None
+        return None
+    if info.st_size > FILE_LIMIT:
+        raise fail(f"File exceeds the 16 MiB snapshot limit: {file}")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        digest = hashlib.file_digest(handle, "sha256")
+    return digest.hexdigest()
+
+
+def files_snapshot(root: str, files: list[str], required: bool = True) -> dict[str, str | None]:
+    ordered = canonical.js_sorted(set(files))
+    return {f: file_hash(root, f, required) for f in ordered}
+
+
+def _is_regular_file(root: str, rel: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(root, rel)).st_mode)
+    except OSError:
+        return False
+
+
+def scope_files(root: str, scopes: list[str]) -> list[tuple[str, str | None]]:
+    """Files of a scope as (relative path, trusted directory already walked)."""
+    found: list[tuple[str, str | None]] = []
+    walked = 0
+
+    def walk(rel: str) -> None:
+        nonlocal walked
+        relative(rel)
+        absolute = os.path.join(root, rel)
+        try:
+            info = os.lstat(absolute)
+        except FileNotFoundError:
+            return
+        mode = info.st_mode
+        if stat.S_ISLNK(mode):
+            raise fail(f"Scope contains a symlink or junction: {rel}")
+        if stat.S_ISDIR(mode):
+            directory_at(root, rel)
+            for name in canonical.js_sorted(os.listdir(absolute)):
+                walk(rel + "/" + name)
+        elif stat.S_ISREG(mode):
+            found.append((rel, os.path.dirname(absolute)))
+            walked += 1
+            if walked > SCOPE_FILE_LIMIT:
+                raise fail("Scope exceeds the 10000 file snapshot limit.")
+        else:
+            raise fail(f"Scope contains a non-regular file: {rel}")
+
+    for scope in scopes:
+        if _is_regular_file(root, scope):
+            safe_target(root, scope)
+            found.append((scope, None))
+        else:
+            safe_target(root, scope + "/.nexus-scope-probe")
+            walk(scope)
+    return found
+
+
+def scope_snapshot(root: str, scopes: list[str]) -> dict[str, str | None]:
+    entries = scope_files(root, scopes)
+    trusted = {}
+    for rel, directory in entries:
+        trusted.setdefault(rel, directory)
+    ordered = canonical.js_sorted(trusted)
+    return {rel: file_hash(root, rel, True, trusted[rel]) for rel in ordered}
+
+
+def resolve_command(command: object) -> str:
+    """``node`` is the node on PATH and ``python`` this interpreter (an extension)."""
+    if command == "node":
+        found = shutil.which("node")
+        if found:
+            return os.path.abspath(found)
+    if command == "python":
+        return os.path.realpath(sys.executable)
+    if not isinstance(command, str) or not os.path.isabs(command):
+        raise fail("Check command must be node or an absolute executable path.")
+    return command
+
+
+def executable(command: object) -> dict[str, str]:
+    path = resolve_command(command)
+    real = os.path.realpath(path)
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        raise fail(f"Executable is missing: {path}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise fail("Check command is not a regular executable.")
+    return {"command": real, "commandHash": hash_file(real)}
+
+
+def protected_snapshot(root: str, definition: dict[str, Any]) -> dict[str, str | None]:
+    expected = definition["resourceHashes"]
+    current = files_snapshot(root, list(expected), True)
+    if not canonical.same(current, expected):
+        raise fail("Protected verifier or agent resource changed since the plan was created.")
+    for check in definition["checks"]:
+        directory_at(root, check["cwd"])
+        if executable(check["command"])["commandHash"] != check["commandHash"]:
+            raise fail("Verifier executable changed since plan creation.")
+    execution = definition.get("execution")
+    if execution:
+        directory_at(root, execution["cwd"])
+        if executable(execution["command"])["commandHash"] != execution["commandHash"]:
+            raise fail("Worker executable changed since plan creation.")
+    return current

@@ -1,0 +1,249 @@
+"""Run files: the checksummed envelope, atomic writes and every integrity check of loadRun."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import uuid
+from typing import Any
+
+from . import canonical
+from .errors import NexusError, fail
+from .paths import safe_target
+from .timeutil import now_iso
+
+BASE = ".bmad-plus/nexus"
+RUNS = BASE + "/runs"
+RUN_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
+RUN_FILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\.json\Z")
+STATE_LIMIT = 16 * 1024 * 1024
+LOAD_LIMIT = 2 * STATE_LIMIT
+TEMP_SUFFIX = ".tmp"
+
+Run = dict[str, Any]
+
+
+def fresh_run_advice(run_id: str) -> str:
+    return (
+        f" Nothing was repaired. Inspect earlier workspace changes, then create a fresh run from the "
+        f"same plan under a new, unused id (a fresh run may redo work); `{run_id}` stays as evidence."
+    )
+
+
+def run_path(run_id: object) -> str:
+    if not isinstance(run_id, str) or not RUN_ID.match(run_id):
+        raise fail("Run ID must use 1-64 lowercase letters, numbers, _ or -.")
+    return f"{RUNS}/{run_id}.json"
+
+
+def make_dirs(path: str) -> None:
+    """mkdir -p with 0700 for what we create."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+
+
+def unsafe_reason(info: os.stat_result) -> str | None:
+    """Why a state or lock file must not be trusted for a mutation, or None."""
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_uid != os.geteuid():
+        return f"owned by uid {info.st_uid}, not by the current user"
+    if info.st_mode & 0o022:
+        return "group- or world-writable"
+    return None
+
+
+def atomic_write(root: str, file: str, text: str) -> None:
+    target = safe_target(root, file)
+    make_dirs(os.path.dirname(target))
+    temp_rel = f"{file}.{uuid.uuid4()}{TEMP_SUFFIX}"
+    temp = safe_target(root, temp_rel)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        data = text.encode("utf-8")
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        safe_target(root, file)
+        os.rename(temp, target)
+        _fsync_dir(os.path.dirname(target))
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+
+
+def _fsync_dir(path: str) -> None:
+    # Beyond the reference: make the rename itself durable.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def envelope_text(run: Run) -> tuple[str, str]:
+    """(payload, envelope text) for a run; raises when over the state limit."""
+    payload = canonical.compact(run)
+    if len(payload.encode("utf-8")) > STATE_LIMIT:
+        raise fail("Run exceeds the 16 MiB state limit.")
+    envelope = {"schemaVersion": 1, "sha256": canonical.sha256_text(payload), "run": run}
+    return payload, canonical.pretty(envelope) + "\n"
+
+
+def save_run(root: str, run: Run) -> Run:
+    run["updatedAt"] = now_iso()
+    run["sequence"] += 1
+    try:
+        payload, text = envelope_text(run)
+    except NexusError:
+        run["sequence"] -= 1
+        raise
+    atomic_write(root, run_path(run["id"]), text)
+    return canonical.parse(payload)  # type: ignore[no-any-return]
+
+
+def read_state_bytes(root: str, run_id: str) -> tuple[str, bytes]:
+    rel = run_path(run_id)
+    path = safe_target(root, rel)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise fail(f"Unknown run: {run_id} (no state file {path})") from None
+    reason = unsafe_reason(info)
+    if reason:
+        raise fail(f"Unsafe run state file {path}: {reason}; it was not used or changed.")
+    if info.st_size > LOAD_LIMIT:
+        raise fail("Run state exceeds the size limit.")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return path, handle.read(LOAD_LIMIT + 1)
+    except BaseException:
+        raise
+
+
+def _is_int(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and value.is_integer()
+
+
+def parse_run(root: str, run_id: str, raw: bytes) -> Run:
+    """Every integrity check of loadRun (SPEC 2.3) on bytes already read."""
+    if len(raw) > LOAD_LIMIT:
+        raise fail("Run state exceeds the size limit.")
+    try:
+        envelope = canonical.parse(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        raise fail("Corrupt run state; original bytes were preserved.") from None
+    foreign = fail("Corrupt or foreign run state; original bytes were preserved.")
+    if not isinstance(envelope, dict):
+        raise foreign
+    run = envelope.get("run")
+    if (
+        envelope.get("schemaVersion") != 1
+        or isinstance(envelope.get("schemaVersion"), bool)
+        or not run
+        or not isinstance(run, dict)
+        or envelope.get("sha256") != canonical.sha256_json(run)
+        or run.get("schemaVersion") != 1
+        or run.get("id") != run_id
+        or run.get("project") != root
+        or not _is_int(run.get("sequence"))
+        or not isinstance(run.get("tasks"), list)
+    ):
+        raise foreign
+    plan = run.get("plan")
+    if (
+        not isinstance(plan, dict)
+        or not isinstance(plan.get("tasks"), list)
+        or run.get("planHash") != canonical.sha256_json(plan)
+        or [t.get("id") if isinstance(t, dict) else None for t in run["tasks"]]
+        != [t.get("id") if isinstance(t, dict) else None for t in plan["tasks"]]
+    ):
+        raise fail("Run plan integrity mismatch.")
+    seen: set[str] = set()
+    for task in run["tasks"]:
+        if not isinstance(task.get("attempts"), list) or task.get("integration") not in (
+            "pending",
+            "accepted",
+            "rejected",
+        ):
+            raise fail("Invalid task lifecycle record.")
+        for attempt in task["attempts"]:
+            if not _valid_attempt(attempt, task["id"], run_id, seen):
+                raise fail("Invalid attempt lifecycle record.")
+    return run
+
+
+_EXECUTIONS = ("running", "blocked", "ambiguous", "completed", "failed", "cancelled")
+_VERIFICATIONS = ("pending", "running", "passed", "failed", "ambiguous")
+
+
+def _valid_attempt(attempt: object, task_id: str, run_id: str, seen: set[str]) -> bool:
+    if not isinstance(attempt, dict):
+        return False
+    attempt_id = attempt.get("id")
+    if not isinstance(attempt_id, str) or attempt_id in seen:
+        return False
+    seen.add(attempt_id)
+    rounds = attempt.get("verificationRounds")
+    verification = attempt.get("verification")
+    return (
+        attempt.get("taskId") == task_id
+        and attempt.get("runId") == run_id
+        and _is_int(rounds)
+        and rounds >= 0  # type: ignore[operator]
+        and isinstance(attempt.get("verificationHistory"), list)
+        and isinstance(attempt.get("reconciliations"), list)
+        and attempt.get("execution") in _EXECUTIONS
+        and isinstance(verification, dict)
+        and verification.get("status") in _VERIFICATIONS
+    )
+
+
+def load_run(root: str, run_id: str) -> Run:
+    _, raw = read_state_bytes(root, run_id)
+    return parse_run(root, run_id, raw)
+
+
+def list_run_ids(root: str) -> list[str]:
+    safe_target(root, RUNS + "/.inventory-probe")
+    try:
+        names = os.listdir(os.path.join(root, RUNS))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    ids = [name[:-5] for name in names if RUN_FILE_NAME.match(name)]
+    return canonical.js_sorted(ids)
+
+
+def list_temp_files(root: str) -> list[str]:
+    try:
+        names = os.listdir(os.path.join(root, RUNS))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(f"{RUNS}/{n}" for n in names if n.endswith(TEMP_SUFFIX) and ".json." in n)
+
+
+def remove_dead_temp_files(root: str) -> None:
+    """Called only while holding writer.lock: any temp file then belongs to a dead writer."""
+    for rel in list_temp_files(root):
+        try:
+            os.unlink(os.path.join(root, rel))
+        except OSError:
+            pass
