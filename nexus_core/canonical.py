@@ -24,7 +24,10 @@ from typing import Any
 MAX_SAFE_INTEGER = 2**53 - 1
 _INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_JS_TRIM = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_JS_TRIM = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 
 def js_number(value: float | int) -> str:
@@ -109,7 +112,7 @@ class _Normaliser:
             pattern = re.compile(r'"\\u0000' + self.token + r':(\d+)\\u0000"')
             text = pattern.sub(lambda m: self.raw[int(m.group(1))], text)
         if _SURROGATE.search(text):
-            text = _SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group(0)), text)
+            text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
         return text
 
 

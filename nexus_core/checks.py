@@ -121,7 +121,7 @@ def run_check(root: str, check: dict[str, Any], attempt_id: str, environment: di
                 exit_code = child.returncode
             child.stdout.close()
             child.stderr.close()
-    except Exception as failure:  # noqa: BLE001 - any setup failure is the check's error
+    except Exception as failure:
         error = str(failure)
     stdout, stderr = "".join(out_parts), "".join(err_parts)
     return {

@@ -76,8 +76,8 @@ def dispatch(
     if action == "recover-lock" and run is None and task is None:
         if plan is not None:
             raise NexusError("recover-lock uses --input.")
-        options = read_input_file(input_file, "--input")
-        return locks.recover_lock(root_of(directory), options)
+        recovery_options = read_input_file(input_file, "--input")
+        return locks.recover_lock(root_of(directory), recovery_options)
     if action == "inspect" and task is None:
         if input_file is not None or plan is not None:
             raise NexusError("inspect is read-only and takes no input file.")
@@ -90,8 +90,9 @@ def dispatch(
         if action == "verify":
             return engine.verify_task(directory, run, task)
         return engine.accept_task(directory, run, task)
+    options: dict[str, Any]
     if action == "launch" and input_file is None:
-        options: dict[str, Any] = {}
+        options = {}
     else:
         options = read_input_file(input_file, "--input")
     handler = {
@@ -131,7 +132,12 @@ def _usage_error(message: str) -> NoReturn:
 @click.option("--json", "as_json", is_flag=True, help="Print durable state and evidence as JSON.")
 @click.version_option(package_name="nexus-registry", prog_name="nexus")
 def nexus(
-    action: str, run: str | None, task: str | None, directory: str, plan: str | None, input_file: str | None,
+    action: str,
+    run: str | None,
+    task: str | None,
+    directory: str,
+    plan: str | None,
+    input_file: str | None,
     as_json: bool,
 ) -> None:
     try:

@@ -23,7 +23,7 @@ from .paths import overlap, root_of, safe_target
 from .plan import normalize_plan
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
 from .store import RUNS, Run, load_run, remove_dead_temp_files, run_path, save_run
-from .timeutil import iso_from_ms, now_iso, now_ms, parse_iso_ms
+from .timeutil import iso_from_ms, now_iso, now_ms
 from .validate import ident, is_integer, text
 
 Task = dict[str, Any]
@@ -64,7 +64,10 @@ def revision(root: str) -> str | None:
     try:
         top = subprocess.run(
             ["git", "-C", root, "rev-parse", "--show-toplevel"],
-            env=env, capture_output=True, timeout=5, check=False,
+            env=env,
+            capture_output=True,
+            timeout=5,
+            check=False,
         )
         if top.returncode != 0 or os.path.realpath(top.stdout[:4096].decode("utf-8", "replace").strip()) != root:
             return None
@@ -116,7 +119,7 @@ def is_active(task: Task) -> bool:
 def backend_identity(value: Any) -> dict[str, Any]:
     if isinstance(value, dict) and value.get("kind") == "process":
         owner_pid = value.get("ownerPid")
-        if not is_integer(owner_pid) or owner_pid < 1:
+        if not isinstance(owner_pid, int | float) or not is_integer(owner_pid) or owner_pid < 1:
             raise fail("Process backend needs its actual supervisor PID.")
         return {
             "kind": "process",
@@ -262,10 +265,7 @@ def begin(root: str, run: Run, task: Task, backend_value: Any, retry: bool) -> A
         if (
             previous is None
             or is_active(task)
-            or not (
-                previous["execution"] in ("failed", "cancelled")
-                or previous["verification"]["status"] == "failed"
-            )
+            or not (previous["execution"] in ("failed", "cancelled") or previous["verification"]["status"] == "failed")
         ):
             raise fail("Retry requires a reconciled failed/cancelled attempt or failed verification.")
         if not definition["idempotent"] and (previous.get("reconciliation") or {}).get("retrySafe") is not True:
@@ -364,7 +364,11 @@ def start_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
         backend = options.get("backend")
-        if definition_of(run, task_id).get("execution") or not isinstance(backend, dict) or backend.get("kind") != "host":
+        if (
+            definition_of(run, task_id).get("execution")
+            or not isinstance(backend, dict)
+            or backend.get("kind") != "host"
+        ):
             raise fail("Executable plans use launch; start requires a host-owned plan and host identity.")
         begin(root, run, task, backend, retry=False)
 
@@ -377,7 +381,11 @@ def retry_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
         backend = options.get("backend")
-        if definition_of(run, task_id).get("execution") or not isinstance(backend, dict) or backend.get("kind") != "host":
+        if (
+            definition_of(run, task_id).get("execution")
+            or not isinstance(backend, dict)
+            or backend.get("kind") != "host"
+        ):
             raise fail("Executable plans retry through launch with retry: true; retry requires a host identity.")
         begin(root, run, task, backend, retry=True)
 
@@ -427,7 +435,9 @@ def record_attempt(directory: str, run_id: str, task_id: str, options: Any) -> R
 
 
 def _probe_same_host(host: object, process_id: object) -> bool:
-    return host == hostname() and is_integer(process_id) and process_id > 0 and pid_alive(int(process_id))  # type: ignore[operator, arg-type]
+    if host != hostname() or not isinstance(process_id, int | float) or not is_integer(process_id):
+        return False
+    return process_id > 0 and pid_alive(int(process_id))
 
 
 def reconcile_attempt(directory: str, run_id: str, task_id: str, options: Any) -> Run:
@@ -442,13 +452,13 @@ def reconcile_attempt(directory: str, run_id: str, task_id: str, options: Any) -
         if outcome not in ("completed", "failed", "cancelled"):
             raise fail("Reconciliation must establish completed, failed or cancelled work.")
         if options.get("ownerStopped") is not True:
-            raise fail(
-                "Reconciliation requires an explicit ownerStopped observation; timeouts alone are insufficient."
-            )
+            raise fail("Reconciliation requires an explicit ownerStopped observation; timeouts alone are insufficient.")
         backend = attempt["backend"]
         process = attempt.get("process") or {}
         if backend["kind"] == "process":
-            if process.get("status") != "finished" and _probe_same_host(backend.get("hostname"), backend.get("ownerPid")):
+            if process.get("status") != "finished" and _probe_same_host(
+                backend.get("hostname"), backend.get("ownerPid")
+            ):
                 raise fail(
                     "Process supervisor may still be alive; request cancellation and inspect its actual operation."
                 )
@@ -467,7 +477,11 @@ def reconcile_attempt(directory: str, run_id: str, task_id: str, options: Any) -
         observed = scope_snapshot(root, definition["scope"])
         if outcome == "completed" and verification["status"] == "failed":
             raise fail("Failed verification requires a new attempt; reconciliation cannot reset it.")
-        if outcome == "completed" and "resultHashes" in attempt and not canonical.same(observed, attempt["resultHashes"]):
+        if (
+            outcome == "completed"
+            and "resultHashes" in attempt
+            and not canonical.same(observed, attempt["resultHashes"])
+        ):
             raise fail("Recorded result changed; reconcile failure and retry with a new attempt.")
         summary = text(options.get("summary"), "Reconciliation observation")
         at = now_iso()
@@ -655,8 +669,15 @@ def verify_task(
             stopped = True
             break
         if progress:
-            progress({"event": "check-started", "index": index, "total": len(checks), "check": check["id"],
-                      "command": [check["command"], *check["args"]]})
+            progress(
+                {
+                    "event": "check-started",
+                    "index": index,
+                    "total": len(checks),
+                    "check": check["id"],
+                    "command": [check["command"], *check["args"]],
+                }
+            )
         started = now_iso()
         verification = current["verification"]
         try:
@@ -666,7 +687,7 @@ def verify_task(
             receipt = run_check(root, check, attempt_id, environment)
             receipt["artifactHashes"] = canonical.copy(verification["artifactHashes"])
             receipt["scopeSnapshotHash"] = canonical.sha256_json(verification["scopeHashes"])
-        except Exception as error:  # noqa: BLE001 - any failure becomes a preflight receipt
+        except Exception as error:
             receipt = _preflight(check["id"], attempt_id, _error_text(error), started)
 
         def save_receipt(_root: str, run: Run, receipt: dict[str, Any] = receipt) -> None:
@@ -678,9 +699,17 @@ def verify_task(
 
         saved = mutate(directory, run_id, save_receipt, patient=True)
         if progress:
-            progress({"event": "check-finished", "index": index, "total": len(checks), "check": check["id"],
-                      "exitCode": receipt.get("exitCode"), "timedOut": receipt.get("timedOut", False),
-                      "error": receipt.get("error")})
+            progress(
+                {
+                    "event": "check-finished",
+                    "index": index,
+                    "total": len(checks),
+                    "check": check["id"],
+                    "exitCode": receipt.get("exitCode"),
+                    "timedOut": receipt.get("timedOut", False),
+                    "error": receipt.get("error"),
+                }
+            )
         saved_attempt = latest(task_of(saved, task_id))
         assert saved_attempt is not None
         if (
@@ -705,11 +734,11 @@ def verify_task(
                 canonical.same(files_snapshot(root, definition["artifacts"], True), verification["artifactHashes"])
             ):
                 problem = "Checked files changed during verification."
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             problem = _error_text(error)
         receipts = verification["checks"]
-        uncertain = stopped or attempt["cancellation"]["status"] == "requested" or any(
-            r.get("timedOut") for r in receipts
+        uncertain = (
+            stopped or attempt["cancellation"]["status"] == "requested" or any(r.get("timedOut") for r in receipts)
         )
         passed = (
             problem is None

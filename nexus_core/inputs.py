@@ -67,7 +67,8 @@ def read_input_file(file: str | None, option: str) -> dict[str, Any]:
         raise NexusError(f"{option} file is not valid JSON (nested too deeply): {path}") from None
     except ValueError as error:
         detail = getattr(error, "msg", None)
-        where = f"line {error.lineno} column {error.colno}" if hasattr(error, "lineno") else ""
+        line, column = getattr(error, "lineno", None), getattr(error, "colno", None)
+        where = f"line {line} column {column}" if line is not None else ""
         reason = f"{detail} at {where}" if detail and where else str(error)
         raise NexusError(f"{option} file is not valid JSON ({reason}): {path}") from None
     for item in _strings(value):

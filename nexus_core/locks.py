@@ -180,9 +180,9 @@ def recover_lock(root: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
-    "NexusError",
     "RECOVERY_LOCK",
     "WRITER_LOCK",
+    "NexusError",
     "lock_snapshot",
     "recover_lock",
     "writer_lock",

@@ -23,9 +23,7 @@ HINT_ACTIVE = (
 HINT_ACCEPT = "Accept only after rechecking current artifacts and resources."
 HINT_VERIFY = "Run the configured verification checks."
 HINT_TERMINAL = "Review the terminal record and retry policy; a retry creates a new attempt."
-HINT_RECEIPT_READY = (
-    "An owned process receipt is ready. Collect this exact attempt, then verify its current artifacts."
-)
+HINT_RECEIPT_READY = "An owned process receipt is ready. Collect this exact attempt, then verify its current artifacts."
 HINT_RECEIPT_OTHER = (
     "Inspect and collect the owned process receipt. Resolve blocked or ambiguous effects before a new "
     "attempt; completion is not established."
@@ -70,7 +68,7 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
     resources_current = True
     try:
         protected_snapshot(root, definition)
-    except Exception as error:  # noqa: BLE001 - every failure is an observation
+    except Exception as error:
         resources_current = False
         stale_reason = _message(error)
     evidence_eligible = False
@@ -79,7 +77,7 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
         try:
             evidence_current(root, run, task, verified, set())
             evidence_eligible = True
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             stale_reason = _message(error)
     hint = HINT_ACCEPTED if task["integration"] == "accepted" else HINT_START
     if attempt:

@@ -75,12 +75,7 @@ def root_of(directory: str) -> str:
 
 
 def text_ok(value: object, limit: int) -> bool:
-    return (
-        isinstance(value, str)
-        and js_trim(value) != ""
-        and utf16_len(value) <= limit
-        and "\x00" not in value
-    )
+    return isinstance(value, str) and js_trim(value) != "" and utf16_len(value) <= limit and "\x00" not in value
 
 
 def _is_unsafe(value: str) -> bool:
@@ -108,12 +103,7 @@ def relative(value: object, allow_dot: bool = False) -> str:
     if _is_unsafe(value):
         raise fail(f"Unsafe relative path: {value}")
     for segment in value.split("/"):
-        if (
-            segment in ("", ".")
-            or segment.endswith(".")
-            or segment.endswith(" ")
-            or _RESERVED.match(segment)
-        ):
+        if segment in ("", ".") or segment.endswith(".") or segment.endswith(" ") or _RESERVED.match(segment):
             raise fail(f"Nonportable path: {value}")
     return value
 

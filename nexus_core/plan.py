@@ -90,8 +90,18 @@ def normalize_execution(root: str, value: Any) -> dict[str, Any] | None:
         model = value.get("model")
         if model is not None and (not isinstance(model, str) or not _MODEL.match(model)):
             raise fail("Codex model must be an explicit bounded model identifier.")
-        args = ["-a", "never", "exec", "--json", "--color", "never", "--sandbox", sandbox,
-                "--skip-git-repo-check", "--ignore-user-config"]
+        args = [
+            "-a",
+            "never",
+            "exec",
+            "--json",
+            "--color",
+            "never",
+            "--sandbox",
+            sandbox,
+            "--skip-git-repo-check",
+            "--ignore-user-config",
+        ]
         if model is not None:
             args += ["--model", model]
         args.append("-")
@@ -195,7 +205,7 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
         if not any(in_scope(artifact, s) for s in scope):
             raise fail(f"Artifact is outside its task write scope: {artifact}")
     resources = string_list(_default(raw, "resources", []), "resources", paths=True)
-    execution = normalize_execution(root, raw["execution"] if "execution" in raw else _ABSENT)
+    execution = normalize_execution(root, raw.get("execution", _ABSENT))
     if execution:
         for extra in execution["resources"]:
             if extra not in resources:

@@ -92,7 +92,7 @@ def scope_files(root: str, scopes: list[str]) -> list[tuple[str, str | None]]:
 
 def scope_snapshot(root: str, scopes: list[str]) -> dict[str, str | None]:
     entries = scope_files(root, scopes)
-    trusted = {}
+    trusted: dict[str, str | None] = {}
     for rel, directory in entries:
         trusted.setdefault(rel, directory)
     ordered = canonical.js_sorted(trusted)

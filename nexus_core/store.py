@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -74,10 +75,8 @@ def atomic_write(root: str, file: str, text: str) -> None:
     finally:
         if fd >= 0:
             os.close(fd)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
-        except FileNotFoundError:
-            pass
 
 
 def _fsync_dir(path: str) -> None:
@@ -243,7 +242,5 @@ def list_temp_files(root: str) -> list[str]:
 def remove_dead_temp_files(root: str) -> None:
     """Called only while holding writer.lock: any temp file then belongs to a dead writer."""
     for rel in list_temp_files(root):
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(os.path.join(root, rel))
-        except OSError:
-            pass

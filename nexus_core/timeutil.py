@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 _clock: Callable[[], float] = time.time
 
@@ -20,7 +20,7 @@ def now_ms() -> int:
 
 
 def iso_from_ms(ms: int) -> str:
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
@@ -32,7 +32,7 @@ def parse_iso_ms(text: object) -> int | None:
     if not isinstance(text, str):
         return None
     try:
-        moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+        moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     except ValueError:
         return None
-    return int(round(moment.timestamp() * 1000))
+    return round(moment.timestamp() * 1000)

@@ -1,0 +1,1 @@
+"""nexus-tui: read-only Textual dashboard over the nexus registry state."""
