@@ -137,6 +137,16 @@ def inspect_inventory(root: str) -> dict[str, Any]:
         "recoveryLock": lock_snapshot(root, RECOVERY_LOCK),
         "hint": INVENTORY_HINT,
     }
+    unreadable: list[dict[str, str]] = []
+    for run_id in run_ids:
+        try:
+            load_run(root, run_id)
+        except NexusError as error:
+            unreadable.append({"runId": run_id, "error": error.message})
+    if unreadable:
+        # Not in the reference: a run that cannot be loaded is named here with the way out
+        # (a fresh run under a new id), so the operator sees it without inspecting each run.
+        inventory["unreadableRuns"] = unreadable
     temps = list_temp_files(root)
     if temps:
         # Not in the reference: leftovers of killed writers are counted, never loaded.

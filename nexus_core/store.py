@@ -143,7 +143,18 @@ def _is_int(value: object) -> bool:
 
 
 def parse_run(root: str, run_id: str, raw: bytes) -> Run:
-    """Every integrity check of loadRun (SPEC 2.3) on bytes already read."""
+    """Every integrity check of loadRun (SPEC 2.3) on bytes already read.
+
+    A refusal keeps the SPEC's message first and adds the way out (a fresh run), since
+    nothing here is ever repaired.
+    """
+    try:
+        return _checked_run(root, run_id, raw)
+    except NexusError as error:
+        raise NexusError(error.message + fresh_run_advice(run_id)) from None
+
+
+def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
     if len(raw) > LOAD_LIMIT:
         raise fail("Run state exceeds the size limit.")
     try:
@@ -178,10 +189,10 @@ def parse_run(root: str, run_id: str, raw: bytes) -> Run:
         raise fail("Run plan integrity mismatch.")
     seen: set[str] = set()
     for task in run["tasks"]:
-        if not isinstance(task.get("attempts"), list) or task.get("integration") not in (
-            "pending",
-            "accepted",
-            "rejected",
+        if (
+            not isinstance(task, dict)
+            or not isinstance(task.get("attempts"), list)
+            or task.get("integration") not in _INTEGRATIONS
         ):
             raise fail("Invalid task lifecycle record.")
         for attempt in task["attempts"]:
@@ -190,6 +201,7 @@ def parse_run(root: str, run_id: str, raw: bytes) -> Run:
     return run
 
 
+_INTEGRATIONS = ("pending", "accepted", "rejected")
 _EXECUTIONS = ("running", "blocked", "ambiguous", "completed", "failed", "cancelled")
 _VERIFICATIONS = ("pending", "running", "passed", "failed", "ambiguous")
 
