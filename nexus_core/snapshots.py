@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import os
 import shutil
 import stat
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from . import canonical
@@ -18,7 +21,39 @@ SCOPE_FILE_LIMIT = 10000
 _CHUNK = 1024 * 1024
 
 
+_observed: contextvars.ContextVar[dict[tuple[int, ...], str] | None] = contextvars.ContextVar(
+    "nexus_observed_hashes", default=None
+)
+
+
+@contextlib.contextmanager
+def observational_hashes(cache: dict[tuple[int, ...], str]) -> Iterator[None]:
+    """Display-only reads (the dashboard) reuse a file's hash while its device, inode, size,
+    mtime and ctime are unchanged. Mutations (verify, accept...) never run inside this, so
+    they always hash for real."""
+    token = _observed.set(cache)
+    try:
+        yield
+    finally:
+        _observed.reset(token)
+
+
+def _cache_key(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def hash_file(path: str) -> str:
+    cache = _observed.get()
+    if cache is not None:
+        key = _cache_key(os.stat(path))
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = _digest_path(path)
+        return hit
+    return _digest_path(path)
+
+
+def _digest_path(path: str) -> str:
     with open(path, "rb", buffering=0) as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
@@ -34,10 +69,17 @@ def file_hash(root: str, file: str, required: bool, trusted_dir: str | None = No
         return None
     if info.st_size > FILE_LIMIT:
         raise fail(f"File exceeds the 16 MiB snapshot limit: {file}")
+    cache = _observed.get()
+    if cache is not None:
+        hit = cache.get(_cache_key(info))
+        if hit is not None:
+            return hit
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb", buffering=0) as handle:
-        digest = hashlib.file_digest(handle, "sha256")
-    return digest.hexdigest()
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    if cache is not None:
+        cache[_cache_key(info)] = digest
+    return digest
 
 
 def files_snapshot(root: str, files: list[str], required: bool = True) -> dict[str, str | None]:
