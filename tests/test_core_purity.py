@@ -1,0 +1,34 @@
+"""nexus_core stays a pure engine: the UI toolkits never leak into it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+CORE_MODULES = [
+    "nexus_core",
+    "nexus_core.cli",
+    "nexus_core.engine",
+    "nexus_core.observe",
+    "nexus_core.store",
+    "nexus_core.locks",
+    "nexus_core.process",
+    "nexus_core.plan",
+    "nexus_core.checks",
+]
+
+
+def test_core_never_imports_textual_or_rich() -> None:
+    probe = (
+        "import importlib, json, pkgutil, sys\n"
+        "import nexus_core\n"
+        "for info in pkgutil.walk_packages(nexus_core.__path__, 'nexus_core.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = json.loads(result.stdout)
+    assert set(CORE_MODULES) <= set(loaded)
+    leaked = [name for name in loaded if name.split(".")[0] in ("textual", "rich")]
+    assert leaked == []
