@@ -18,7 +18,15 @@ from . import __version__, canonical
 from .checks import check_environment, run_check
 from .errors import NexusError, fail
 from .hostinfo import hostname, pid, pid_alive
-from .locks import WRITER_BUSY, release_writer, try_acquire_writer, writer_lock
+from .locks import (
+    RECOVERY_ACTIVE,
+    WRITER_BUSY,
+    WRITER_LOCK,
+    lock_snapshot,
+    release_writer,
+    try_acquire_writer,
+    writer_lock,
+)
 from .paths import overlap, root_of, safe_target
 from .plan import normalize_plan
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
@@ -38,6 +46,8 @@ HOST_CAPABILITIES = {"launch": False, "terminate": False, "inspect": "host-obser
 PROCESS_CAPABILITIES = {"launch": True, "terminate": "owner-direct-child", "inspect": "durable-process-observation"}
 ACTIVE_EXECUTIONS = ("running", "blocked", "ambiguous")
 PATIENT_LOCK_SECONDS = 5.0
+# A verification that has begun waits this long per save rather than being left `running`.
+VERIFY_SAVE_PATIENCE_SECONDS = 30.0
 
 
 # ----------------------------------------------------------------- runtime facts
@@ -151,29 +161,69 @@ def bound_attempt(task: Task, options: dict[str, Any]) -> Attempt:
 # ----------------------------------------------------------------- mutation
 
 
+class WriterBusy(NexusError):
+    """writer.lock stayed taken for the whole patience window of an in-operation save."""
+
+
+def _owner_is_dead(root: str) -> bool:
+    """True when writer.lock names a process of this host that has exited: it will never be
+    released, so waiting for it is pointless (it needs recover-lock)."""
+    try:
+        snapshot = lock_snapshot(root, WRITER_LOCK)
+    except (NexusError, OSError):
+        return False
+    owner = snapshot.get("owner") if snapshot else None
+    if not isinstance(owner, dict) or owner.get("hostname") != hostname():
+        return False
+    owner_pid = owner.get("pid")
+    if isinstance(owner_pid, bool) or not isinstance(owner_pid, int) or owner_pid <= 0 or owner_pid == pid():
+        return False
+    return not pid_alive(owner_pid)
+
+
 def _acquire_patiently(root: str, seconds: float) -> str:
+    """Take writer.lock for a save inside an operation that already began: retry with a short
+    jittered backoff (and through a brief recover-lock) for up to ``seconds``."""
     deadline = time.monotonic() + seconds
-    delay = 0.005
+    delay = 0.002
+    dead_owner_seen = 0
     while True:
-        token = try_acquire_writer(root)
+        try:
+            token = try_acquire_writer(root)
+        except NexusError as error:
+            if error.message != fail(RECOVERY_ACTIVE).message:
+                raise
+            token = None
         if token is not None:
             return token
         if time.monotonic() >= deadline:
-            raise fail(WRITER_BUSY)
+            raise WriterBusy(fail(WRITER_BUSY).message)
+        # Seen twice in a row (not a release racing our read): a dead owner never lets go.
+        dead_owner_seen = dead_owner_seen + 1 if _owner_is_dead(root) else 0
+        if dead_owner_seen >= 2:
+            raise WriterBusy(fail(WRITER_BUSY).message)
         time.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 2, 0.1)
+        delay = min(delay * 2, 0.05)
 
 
-def mutate(directory: str, run_id: str, op: Callable[[str, Run], Any], patient: bool = False) -> Run:
+def mutate(
+    directory: str,
+    run_id: str,
+    op: Callable[[str, Run], Any],
+    patient: bool = False,
+    patience: float | None = None,
+) -> Run:
     """Lock, load, change, save. ``patient`` (saves inside an operation that already began)
-    retries the lock for a few seconds instead of failing at once."""
+    retries the lock for ``patience`` seconds (default PATIENT_LOCK_SECONDS) instead of failing
+    at once; ``op`` runs on the freshly loaded run, so it re-checks ownership and applies only
+    its own change."""
     root = root_of(directory)
     if not patient:
         with writer_lock(root):
             run = load_run(root, run_id)
             op(root, run)
             return save_run(root, run)
-    token = _acquire_patiently(root, PATIENT_LOCK_SECONDS)
+    token = _acquire_patiently(root, PATIENT_LOCK_SECONDS if patience is None else patience)
     try:
         remove_dead_temp_files(root)
         run = load_run(root, run_id)
@@ -697,7 +747,7 @@ def verify_task(
             assert attempt is not None
             attempt["verification"]["checks"].append(receipt)
 
-        saved = mutate(directory, run_id, save_receipt, patient=True)
+        saved = mutate(directory, run_id, save_receipt, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS)
         if progress:
             progress(
                 {
@@ -752,13 +802,20 @@ def verify_task(
         if not passed:
             task["integration"] = "rejected"
 
-    return mutate(directory, run_id, finalize, patient=True)
+    return mutate(directory, run_id, finalize, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS)
 
 
-def launch_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
+def launch_task(
+    directory: str,
+    run_id: str,
+    task_id: str,
+    options: Any,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Run:
     from .process import launch_task as launch
 
-    return launch(directory, run_id, task_id, options)
+    return launch(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
 
 
 def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:

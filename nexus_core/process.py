@@ -1,16 +1,906 @@
-"""Process backend placeholder: launch and collect arrive with the process backend."""
+"""The process backend (SPEC 5.7, 5.8 and 6): ``launch`` supervises the plan's executable in
+the foreground and stores a checksummed receipt; ``collect`` turns that receipt into the
+attempt's outcome.
+
+Beyond the reference (SPEC 9.2.3): every state write made while the child runs waits for
+writer.lock with a bounded, jittered backoff instead of failing at once. A heartbeat that cannot
+be written in time is skipped (the child is never stopped for it), and a receipt that cannot be
+stored is kept beside the state as a recoverable receipt file that ``inspect`` points at and
+``collect`` accepts.
+"""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import errno
+import functools
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
 from typing import Any
 
-from .errors import fail
-from .store import Run
+from . import canonical
+from .checks import check_environment, signal_name
+from .engine import (
+    Attempt,
+    Task,
+    WriterBusy,
+    backend_identity,
+    begin,
+    bound_attempt,
+    definition_of,
+    mutate,
+    task_of,
+)
+from .errors import NexusError, fail
+from .hostinfo import hostname, pid
+from .paths import directory_at, root_of, safe_target
+from .plan import input_bytes
+from .snapshots import protected_snapshot, scope_snapshot
+from .store import BASE, RUN_ID, Run, atomic_write, load_run, unsafe_reason
+from .timeutil import now_iso, now_ms, parse_iso_ms
+
+Progress = Callable[[dict[str, Any]], None]
+
+POLL_SECONDS = 0.1
+HEARTBEAT_SECONDS = 1.0
+STOP_GRACE_SECONDS = 1.0
+RETAINED_PIPES_SECONDS = 0.25
+# How long a state write inside a running launch may wait for writer.lock.
+HEARTBEAT_PATIENCE_SECONDS = 2.0
+SPAWNED_PATIENCE_SECONDS = 1.0
+RECEIPT_PATIENCE_SECONDS = 30.0
+RECEIPTS_DIR = BASE + "/receipts"
+RECEIPT_FILE_LIMIT = 32 * 1024 * 1024
+
+CODEX_KEYS = ("HOME", "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "CODEX_HOME")
+NOT_OWNED = "Original process no longer owns the active operation."
+BLOCKED_REQUEST = (
+    "Executable reported a blocked operation; inspect the receipt and existing authorization. No approval is inferred."
+)
+COLLECTED_SUMMARY = "Collected the exact foreground supervisor result. Verification remains separate."
+USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens")
+SAFE_INTEGER = 2**53 - 1
 
 
-def launch_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
-    raise fail("launch is not available yet: the process backend is not implemented in this version.")
+@functools.cache
+def runtime_hash() -> str:
+    """sha256 of this module, the counterpart of the reference's nexus-process.js hash."""
+    with open(__file__, "rb") as handle:
+        return canonical.sha256_bytes(handle.read())
+
+
+def _options(options: Any) -> dict[str, Any]:
+    return options if isinstance(options, dict) else {}
+
+
+# ----------------------------------------------------------------- environment (SPEC 6.1)
+
+
+def execution_environment(
+    execution: dict[str, Any], minimal: dict[str, Any], environ: dict[str, str] | None = None
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """(values given to the child, the receipt's environment entry). No value is recorded."""
+    values = dict(minimal["values"])
+    codex = execution["adapter"] == "codex-exec"
+    if codex:
+        source = dict(os.environ if environ is None else environ)
+        for key in CODEX_KEYS:
+            for name, value in source.items():
+                if name.upper() == key:
+                    values[key] = value
+                    break
+    receipt = {
+        "policy": "local-codex-auth-paths-v1" if codex else "minimal-local-v1",
+        "inheritedKeys": canonical.js_sorted(values),
+        "credentialValuesRecorded": False,
+    }
+    return values, receipt
+
+
+# ----------------------------------------------------------------- output interpretation (SPEC 6.5)
+
+
+def _safe_count(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return float(value).is_integer() and 0 <= value <= SAFE_INTEGER
+
+
+def interpret_output(execution: dict[str, Any], stdout_text: str, exit_code: int | None) -> tuple[str, Any]:
+    """(outcome, provider) from the exit code and, for codex-exec, its JSONL events."""
+    if exit_code is not None and exit_code in execution.get("blockedExitCodes", []):
+        return "blocked", None
+    if execution["adapter"] != "codex-exec":
+        return ("completed" if exit_code == 0 else "failed"), None
+    thread_id: Any = None
+    completed = failed = approval = False
+    usage: dict[str, Any] | None = None
+    for line in stdout_text.replace("\r\n", "\n").split("\n"):
+        if line == "":
+            continue
+        try:
+            event = canonical.parse(line)
+        except (ValueError, RecursionError):
+            return "failed", {"problem": "Invalid Codex JSONL."}
+        if not isinstance(event, dict):
+            return "failed", {"problem": "Invalid Codex event object."}
+        kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            thread_id = event["thread_id"]
+        elif kind == "turn.completed":
+            completed = True
+            if isinstance(event.get("usage"), dict):
+                usage = {
+                    key: int(value) for key, value in event["usage"].items() if key in USAGE_KEYS and _safe_count(value)
+                }
+        elif kind in ("turn.failed", "error"):
+            failed = True
+            error = event.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            if code == "approval_required" or event.get("code") == "approval_required":
+                approval = True
+    if approval:
+        outcome = "blocked"
+    elif exit_code == 0 and completed and thread_id and not failed:
+        outcome = "completed"
+    else:
+        outcome = "failed"
+    provider = {
+        "threadId": thread_id,
+        "completed": completed,
+        "failed": failed,
+        "usage": usage,
+        "concreteModel": None,
+        "monetaryCost": None,
+    }
+    return outcome, provider
+
+
+# ----------------------------------------------------------------- supervision (SPEC 6.4)
+
+
+class Hooks:
+    """What the supervisor asks of the state while its child runs."""
+
+    def poll(self) -> str | None:  # pragma: no cover - interface
+        return None
+
+    def spawned(self, child_pid: int | None) -> None:  # pragma: no cover - interface
+        return None
+
+    def failure(self) -> tuple[str, str] | None:
+        """(reason, error) when the state writer found the operation no longer owned."""
+        return None
+
+    def should_stop(self) -> bool:
+        return False
+
+
+def _output_entry(data: bytes, observed: int, complete: bool) -> dict[str, Any]:
+    return {
+        "text": data.decode("utf-8", "replace"),
+        "base64": base64.b64encode(data).decode("ascii"),
+        "sha256": canonical.sha256_bytes(data),
+        "capturedBytes": len(data),
+        "observedBytes": observed,
+        "complete": complete,
+        "hashScope": "captured-bytes",
+    }
+
+
+class _Supervision:
+    def __init__(self, root: str, execution: dict[str, Any], stdin: bytes, values: dict[str, str]) -> None:
+        self.root = root
+        self.execution = execution
+        self.stdin = stdin
+        self.values = values
+        self.exit_code: int | None = None
+        self.signal: str | None = None
+        self.error: str | None = None
+        self.reason: str | None = None
+        self.child: subprocess.Popen[bytes] | None = None
+        self.child_exited = False
+        self.closed = False
+        self.signalled = False
+        self.captured = {"stdout": bytearray(), "stderr": bytearray()}
+        self.observed = {"stdout": 0, "stderr": 0}
+        self.stop_at: float | None = None
+        self.interrupted = False
+
+    def stop(self, why: str) -> None:
+        if self.reason is None:
+            self.reason = why
+        child = self.child
+        if child is not None and not self.child_exited and not self.signalled:
+            try:
+                child.send_signal(signal.SIGTERM)
+                self.signalled = True
+            except OSError as failure:
+                if self.error is None:
+                    self.error = str(failure)
+        if self.stop_at is None:
+            self.stop_at = time.monotonic() + STOP_GRACE_SECONDS
+
+    def _capture(self, stream: str, chunk: bytes) -> None:
+        self.observed[stream] += len(chunk)
+        room = self.execution["outputLimitBytes"] - len(self.captured["stdout"]) - len(self.captured["stderr"])
+        kept = chunk[: max(0, room)]
+        self.captured[stream] += kept
+        if len(kept) < len(chunk):
+            self.stop("output-limit")
+
+    def _record_exit(self, returncode: int) -> None:
+        self.child_exited = True
+        if returncode < 0:
+            self.exit_code, self.signal = None, signal_name(-returncode)
+        else:
+            self.exit_code, self.signal = returncode, None
+
+    def run(self, deadline_ms: int, hooks: Hooks, started_at: str) -> dict[str, Any]:
+        previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                previous[int(signum)] = signal.signal(signum, self._on_signal)
+        try:
+            self._supervise(deadline_ms, hooks)
+        except Exception as failure:
+            if self.error is None:
+                self.error = _error_text(failure)
+            if self.child is None:
+                self.child_exited = self.closed = True
+            else:
+                self.stop("launch-observation-failed")
+                self._drain_until_stop()
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            self._close_pipes()
+        return self._result(started_at)
+
+    def _on_signal(self, number: int, _frame: Any) -> None:
+        self.interrupted = True
+
+    def _supervise(self, deadline_ms: int, hooks: Hooks) -> None:
+        early = hooks.poll()
+        if early is not None or now_ms() >= deadline_ms:
+            self.reason = early or "deadline"
+            self.child_exited = self.closed = True
+            return
+        execution = self.execution
+        try:
+            self.child = subprocess.Popen(
+                [execution["command"], *execution["args"]],
+                cwd=directory_at(self.root, execution["cwd"]),
+                env=self.values,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,
+            )
+        except OSError as failure:
+            code = errno.errorcode.get(failure.errno or 0, str(failure))
+            self.error = f"spawn {execution['command']} {code}"
+            self.child_exited = self.closed = True
+            hooks.spawned(None)
+            return
+        hooks.spawned(self.child.pid)
+        self._loop(deadline_ms, hooks)
+
+    def _loop(self, deadline_ms: int, hooks: Hooks) -> None:
+        child = self.child
+        assert child is not None and child.stdin and child.stdout and child.stderr
+        selector = selectors.DefaultSelector()
+        streams = {child.stdout.fileno(): "stdout", child.stderr.fileno(): "stderr"}
+        for fd in streams:
+            selector.register(fd, selectors.EVENT_READ)
+        stdin_fd = child.stdin.fileno()
+        pending = memoryview(self.stdin)
+        if pending:
+            os.set_blocking(stdin_fd, False)
+            selector.register(stdin_fd, selectors.EVENT_WRITE)
+        else:
+            child.stdin.close()
+        open_streams = len(streams)
+        exited_at: float | None = None
+        next_poll = time.monotonic() + POLL_SECONDS
+        try:
+            while True:
+                for key, _ in selector.select(timeout=0.02):
+                    fd = int(key.fd)
+                    if fd == stdin_fd:
+                        try:
+                            written = os.write(fd, pending)
+                            pending = pending[written:]
+                        except BlockingIOError:
+                            continue
+                        except OSError as failure:
+                            if failure.errno != errno.EPIPE and self.error is None:
+                                self.error = str(failure)
+                            pending = pending[len(pending) :]
+                        if not pending:
+                            selector.unregister(fd)
+                            child.stdin.close()
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        selector.unregister(fd)
+                        open_streams -= 1
+                        continue
+                    self._capture(streams[fd], chunk)
+                now = time.monotonic()
+                if not self.child_exited:
+                    code = child.poll()
+                    if code is not None:
+                        self._record_exit(code)
+                        exited_at = now
+                if open_streams == 0:
+                    self.closed = True
+                if self.child_exited and self.closed:
+                    return
+                if exited_at is not None and now - exited_at >= RETAINED_PIPES_SECONDS:
+                    if self.reason is None:
+                        self.reason = "retained-pipes"
+                    return
+                if self.stop_at is not None and now >= self.stop_at:
+                    return
+                if self.interrupted or hooks.should_stop():
+                    self.stop("supervisor-interrupted")
+                writer_failure = hooks.failure()
+                if writer_failure is not None:
+                    if self.error is None:
+                        self.error = writer_failure[1]
+                    self.stop(writer_failure[0])
+                if now >= next_poll:
+                    next_poll = now + POLL_SECONDS
+                    try:
+                        requested = hooks.poll()
+                    except Exception as poll_failure:
+                        if self.error is None:
+                            self.error = _error_text(poll_failure)
+                        self.stop("owner-state-unavailable")
+                    else:
+                        if requested is not None:
+                            self.stop(requested)
+                    if now_ms() >= deadline_ms:
+                        self.stop("deadline")
+        finally:
+            selector.close()
+
+    def _drain_until_stop(self) -> None:
+        # After an unexpected supervisor error: give the signalled child its grace period.
+        child = self.child
+        if child is None:
+            return
+        end = self.stop_at or time.monotonic() + STOP_GRACE_SECONDS
+        while time.monotonic() < end and not self.child_exited:
+            code = child.poll()
+            if code is not None:
+                self._record_exit(code)
+                break
+            time.sleep(0.02)
+
+    def _close_pipes(self) -> None:
+        child = self.child
+        if child is None:
+            return
+        for stream in (child.stdin, child.stdout, child.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if not self.child_exited:
+            code = child.poll()
+            if code is not None:
+                self._record_exit(code)
+        # A child that has not exited is left running (detached), as the reference does.
+
+    def _result(self, started_at: str) -> dict[str, Any]:
+        stdout = bytes(self.captured["stdout"])
+        stderr = bytes(self.captured["stderr"])
+        outcome, provider = interpret_output(self.execution, stdout.decode("utf-8", "replace"), self.exit_code)
+        if self.reason is not None or not self.child_exited or not self.closed:
+            outcome = "ambiguous"
+        elif self.error is not None or self.signal is not None:
+            outcome = "failed"
+        spawned = self.child is not None
+
+        def complete(stream: str, data: bytes) -> bool:
+            return self.closed and self.reason is None and self.observed[stream] == len(data)
+
+        return {
+            "startedAt": started_at,
+            "endedAt": now_iso(),
+            "exitCode": self.exit_code,
+            "signal": self.signal,
+            "error": self.error,
+            "reason": self.reason,
+            "spawned": spawned,
+            "directChildExited": spawned and self.child_exited,
+            "streamsClosed": self.closed,
+            "directChildSignalled": self.signalled,
+            "descendantState": "unobserved",
+            "outcome": outcome,
+            "provider": provider,
+            "output": {
+                "stdout": _output_entry(stdout, self.observed["stdout"], complete("stdout", stdout)),
+                "stderr": _output_entry(stderr, self.observed["stderr"], complete("stderr", stderr)),
+            },
+        }
+
+
+def _error_text(error: BaseException) -> str:
+    if isinstance(error, NexusError):
+        return error.message
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.strerror}: {error.filename}"
+    return str(error)
+
+
+# ----------------------------------------------------------------- ownership and state writes
+
+
+def owned_attempt(run: Run, task_id: str, attempt_id: str, backend: dict[str, Any]) -> Attempt:
+    """The guard of every write and poll of a running launch (SPEC 5.7 step 4)."""
+    attempt = bound_attempt(task_of(run, task_id), {"attemptId": attempt_id, "backend": backend})
+    process = attempt.get("process")
+    if (
+        not isinstance(process, dict)
+        or process.get("status") not in ("starting", "running")
+        or attempt["execution"] not in ("running", "ambiguous")
+    ):
+        raise fail(NOT_OWNED)
+    return attempt
+
+
+class _StateWriter(threading.Thread):
+    """Writes the spawn acknowledgement and the heartbeats beside the supervision loop, so a
+    busy writer.lock never delays output draining, cancellation polling or the deadline."""
+
+    def __init__(
+        self,
+        directory: str,
+        run_id: str,
+        task_id: str,
+        attempt_id: str,
+        backend: dict[str, Any],
+        child_pid: int | None,
+        progress: Progress | None,
+    ) -> None:
+        super().__init__(name="nexus-launch-state-writer", daemon=True)
+        self.directory = directory
+        self.run_id = run_id
+        self.task_id = task_id
+        self.attempt_id = attempt_id
+        self.backend = backend
+        self.child_pid = child_pid
+        self.progress = progress
+        self.spawn_pending = True
+        self.done = threading.Event()
+        self.failure: tuple[str, str] | None = None
+        self.heartbeats = 0
+        self.skipped_heartbeats = 0
+
+    def _write(self, op: Callable[[Attempt], None], patience: float) -> None:
+        def change(_root: str, run: Run) -> None:
+            op(owned_attempt(run, self.task_id, self.attempt_id, self.backend))
+
+        mutate(self.directory, self.run_id, change, patient=True, patience=patience)
+
+    def _spawned(self, attempt: Attempt) -> None:
+        process = attempt["process"]
+        process["status"] = "running"
+        process["childPid"] = self.child_pid
+        process["heartbeatAt"] = now_iso()
+
+    @staticmethod
+    def _heartbeat(attempt: Attempt) -> None:
+        attempt["process"]["heartbeatAt"] = now_iso()
+
+    def run(self) -> None:
+        last_beat = time.monotonic()
+        while not self.done.is_set():
+            try:
+                if self.spawn_pending:
+                    self._write(self._spawned, SPAWNED_PATIENCE_SECONDS)
+                    self.spawn_pending = False
+                    last_beat = time.monotonic()
+                elif time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                    last_beat = time.monotonic()
+                    self._write(self._heartbeat, HEARTBEAT_PATIENCE_SECONDS)
+                    self.heartbeats += 1
+                    self._emit({"event": "heartbeat", "count": self.heartbeats})
+            except WriterBusy:
+                # Skipped, never a reason to stop the child; the next beat tries again.
+                if not self.spawn_pending:
+                    self.skipped_heartbeats += 1
+                    self._emit({"event": "heartbeat-skipped", "count": self.skipped_heartbeats})
+            except Exception as failure:
+                reason = "launch-observation-failed" if self.spawn_pending else "owner-state-unavailable"
+                self.failure = (reason, _error_text(failure))
+                return
+            self.done.wait(POLL_SECONDS)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        if self.progress is not None:
+            with contextlib.suppress(Exception):
+                self.progress(event)
+
+
+class _LaunchHooks(Hooks):
+    def __init__(
+        self,
+        root: str,
+        directory: str,
+        run_id: str,
+        task_id: str,
+        attempt_id: str,
+        backend: dict[str, Any],
+        progress: Progress | None,
+        should_stop: Callable[[], bool] | None,
+    ) -> None:
+        self.root = root
+        self.directory = directory
+        self.run_id = run_id
+        self.task_id = task_id
+        self.attempt_id = attempt_id
+        self.backend = backend
+        self.progress = progress
+        self.stop_requested = should_stop
+        self.writer: _StateWriter | None = None
+        self.child_pid: int | None = None
+
+    def poll(self) -> str | None:
+        run = load_run(self.root, self.run_id)
+        attempt = owned_attempt(run, self.task_id, self.attempt_id, self.backend)
+        if attempt["cancellation"].get("status") == "requested":
+            return "cancellation-requested"
+        return None
+
+    def spawned(self, child_pid: int | None) -> None:
+        self.child_pid = child_pid
+        if self.progress is not None:
+            with contextlib.suppress(Exception):
+                self.progress({"event": "spawned", "pid": child_pid})
+        self.writer = _StateWriter(
+            self.directory, self.run_id, self.task_id, self.attempt_id, self.backend, child_pid, self.progress
+        )
+        self.writer.start()
+
+    def failure(self) -> tuple[str, str] | None:
+        return self.writer.failure if self.writer is not None else None
+
+    def should_stop(self) -> bool:
+        return bool(self.stop_requested and self.stop_requested())
+
+    def finish(self) -> None:
+        if self.writer is not None:
+            self.writer.done.set()
+            self.writer.join()
+
+
+# ----------------------------------------------------------------- recoverable receipt files
+
+
+def receipt_file(run_id: str, attempt_id: str) -> str:
+    return f"{RECEIPTS_DIR}/{run_id}/{attempt_id}.json"
+
+
+def _store_receipt(attempt: Attempt, receipt: dict[str, Any], at: str, child_pid: int | None) -> None:
+    """The finalization effects of SPEC 5.7 step 7 (shared by launch and a recovered receipt)."""
+    process = attempt["process"]
+    process["status"] = "finished"
+    if process.get("childPid") is None and child_pid is not None:
+        # The spawn acknowledgement may have been skipped while writer.lock was busy.
+        process["childPid"] = child_pid
+    process["receipt"] = receipt
+    process["receiptHash"] = canonical.sha256_json(receipt)
+    process["heartbeatAt"] = at
+    attempt["observedAt"] = at
+    if receipt.get("outcome") == "ambiguous":
+        attempt["execution"] = "ambiguous"
+    cancellation = attempt["cancellation"]
+    if cancellation.get("status") == "requested":
+        cancellation["termination"] = (
+            "direct-child-exited-descendants-unobserved" if receipt.get("directChildExited") else "unresolved"
+        )
+        signalled = receipt.get("directChildSignalled") and process.get("childPid") is not None
+        cancellation["processesSignalled"] = [process["childPid"]] if signalled else []
+
+
+def write_receipt_file(
+    root: str, run_id: str, task_id: str, receipt: dict[str, Any], child_pid: int | None, problem: str
+) -> str:
+    """Keep a receipt the run state could not take (0600, checksummed); returns its path."""
+    rel = receipt_file(run_id, receipt["attemptId"])
+    record = {
+        "schemaVersion": 1,
+        "kind": "nexus-recoverable-process-receipt",
+        "runId": run_id,
+        "taskId": task_id,
+        "attemptId": receipt["attemptId"],
+        "childPid": child_pid,
+        "writtenAt": now_iso(),
+        "saveError": problem,
+        "receiptHash": canonical.sha256_json(receipt),
+        "receipt": receipt,
+    }
+    atomic_write(root, rel, canonical.pretty(record) + "\n")
+    return rel
+
+
+def read_receipt_file(root: str, run_id: str, attempt_id: str) -> dict[str, Any] | None:
+    """The recoverable receipt record for this attempt, None if there is none.
+
+    Raises "Foreign or corrupt process receipt." for a file that is unsafe, unreadable or
+    whose checksum does not match."""
+    if not RUN_ID.match(run_id) or not isinstance(attempt_id, str) or "/" in attempt_id or attempt_id.startswith("."):
+        return None
+    rel = receipt_file(run_id, attempt_id)
+    try:
+        path = safe_target(root, rel)
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except NexusError:
+        raise fail("Foreign or corrupt process receipt.") from None
+    corrupt = fail("Foreign or corrupt process receipt.")
+    if unsafe_reason(info) or info.st_size > RECEIPT_FILE_LIMIT:
+        raise corrupt
+    try:
+        with open(path, "rb") as handle:
+            record = canonical.parse(handle.read().decode("utf-8"))
+    except (OSError, ValueError, RecursionError, UnicodeDecodeError):
+        raise corrupt from None
+    if (
+        not isinstance(record, dict)
+        or record.get("schemaVersion") != 1
+        or not isinstance(record.get("receipt"), dict)
+        or record.get("receiptHash") != canonical.sha256_json(record["receipt"])
+        or record.get("attemptId") != attempt_id
+        or record.get("runId") != run_id
+    ):
+        raise corrupt
+    return record
+
+
+def receipt_file_status(root: str, run_id: str, attempt: Attempt) -> str | None:
+    """For inspect: the relative path of a recoverable receipt waiting for collect, or None."""
+    process = attempt.get("process")
+    if not isinstance(process, dict) or process.get("receipt") is not None or process.get("collectedAt"):
+        return None
+    rel = receipt_file(run_id, str(attempt.get("id")))
+    try:
+        return rel if os.path.isfile(safe_target(root, rel)) else None
+    except (NexusError, OSError):
+        return None
+
+
+def _remove_receipt_file(root: str, run_id: str, attempt_id: str) -> None:
+    with contextlib.suppress(OSError, NexusError):
+        os.unlink(safe_target(root, receipt_file(run_id, attempt_id)))
+
+
+# ----------------------------------------------------------------- launch (SPEC 5.7)
+
+
+def _interrupted_receipt(attempt_id: str, backend: dict[str, Any], plan_hash: str, message: str) -> dict[str, Any]:
+    return {
+        "schemaVersion": 1,
+        "attemptId": attempt_id,
+        "backend": canonical.copy(backend),
+        "planHash": plan_hash,
+        "outcome": "ambiguous",
+        "error": message,
+        "endedAt": now_iso(),
+        "evidenceClass": "launch-interrupted",
+        "independentlyVerified": False,
+    }
+
+
+def launch_task(
+    directory: str,
+    run_id: str,
+    task_id: str,
+    options: Any,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Run:
+    """Open a process attempt, supervise its child in the foreground and store the receipt.
+
+    ``progress`` receives ``{"event": "spawned"|"heartbeat"|"heartbeat-skipped"|"finished", ...}``;
+    ``should_stop`` is polled like a SIGINT: the child gets SIGTERM and the receipt says
+    ``supervisor-interrupted``.
+    """
+    if (
+        not isinstance(options, dict)
+        or any(key != "retry" for key in options)
+        or ("retry" in options and not isinstance(options["retry"], bool))
+    ):
+        raise fail("launch accepts only an optional boolean retry; executable settings belong in the plan.")
+    backend = backend_identity(
+        {
+            "kind": "process",
+            "id": str(uuid.uuid4()),
+            "sessionId": str(uuid.uuid4()),
+            "hostname": hostname(),
+            "ownerPid": pid(),
+        }
+    )
+    ids: dict[str, Any] = {}
+
+    def prepare(root: str, run: Run) -> None:
+        definition = next((d for d in run["plan"]["tasks"] if d.get("id") == task_id), None)
+        if definition is None or not definition.get("execution"):
+            raise fail("launch needs a plan with an explicit execution contract.")
+        task: Task = task_of(run, task_id)
+        attempt = begin(root, run, task, backend, options.get("retry") is True)
+        attempt["process"] = {
+            "status": "starting",
+            "owner": canonical.copy(backend),
+            "childPid": None,
+            "heartbeatAt": now_iso(),
+            "collectedAt": None,
+            "runtimeHash": runtime_hash(),
+        }
+        ids["attempt"] = attempt["id"]
+        ids["deadline"] = attempt["deadline"]
+
+    prepared = mutate(directory, run_id, prepare)
+    root = prepared["project"]
+    attempt_id: str = ids["attempt"]
+    definition = definition_of(prepared, task_id)
+    execution = definition["execution"]
+    hooks = _LaunchHooks(root, directory, run_id, task_id, attempt_id, backend, progress, should_stop)
+    receipt: dict[str, Any]
+    try:
+        protected_snapshot(root, definition)
+        stdin = input_bytes(root, execution)
+        values, environment = execution_environment(execution, check_environment())
+        deadline_ms = parse_iso_ms(ids["deadline"])
+        assert deadline_ms is not None
+        supervision = _Supervision(root, execution, stdin, values)
+        try:
+            receipt = supervision.run(deadline_ms, hooks, now_iso())
+        finally:
+            hooks.finish()
+        receipt.update(
+            schemaVersion=1,
+            attemptId=attempt_id,
+            backend=canonical.copy(backend),
+            planHash=prepared["planHash"],
+            execution=canonical.copy(execution),
+            inputSha256=canonical.sha256_bytes(stdin),
+            inputBytes=len(stdin),
+            environment=environment,
+            evidenceClass="owned-process-result",
+            independentlyVerified=False,
+        )
+        try:
+            protected_snapshot(root, definition)
+            receipt["resultHashes"] = scope_snapshot(root, definition["scope"])
+        except Exception as failure:
+            receipt["outcome"] = "ambiguous"
+            receipt["snapshotError"] = _error_text(failure)
+    except Exception as failure:
+        receipt = _interrupted_receipt(attempt_id, backend, prepared["planHash"], _error_text(failure))
+    child_pid = hooks.child_pid
+    if progress is not None:
+        with contextlib.suppress(Exception):
+            progress({"event": "finished", "outcome": receipt.get("outcome"), "reason": receipt.get("reason")})
+
+    def finalize(_root: str, run: Run) -> None:
+        attempt = owned_attempt(run, task_id, attempt_id, backend)
+        _store_receipt(attempt, receipt, now_iso(), child_pid)
+
+    try:
+        return mutate(directory, run_id, finalize, patient=True, patience=RECEIPT_PATIENCE_SECONDS)
+    except Exception as failure:
+        problem = _error_text(failure)
+        try:
+            kept = write_receipt_file(root, run_id, task_id, receipt, child_pid, problem)
+        except Exception as write_failure:
+            raise fail(
+                f"The process receipt could not be stored ({problem}) nor kept beside the state "
+                f"({_error_text(write_failure)}); receipt sha256 {canonical.sha256_json(receipt)}."
+            ) from None
+        raise fail(
+            f"The process receipt could not be stored in the run state ({problem}); it was kept in {kept}. "
+            "Inspect the run; collect accepts this exact receipt."
+        ) from None
+
+
+# ----------------------------------------------------------------- collect (SPEC 5.8)
 
 
 def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
-    raise fail("collect is not available yet: the process backend is not implemented in this version.")
+    options = _options(options)
+    recovered: dict[str, Any] = {}
+
+    def op(root: str, run: Run) -> None:
+        task = task_of(run, task_id)
+        attempt = bound_attempt(task, options)
+        if attempt["backend"].get("kind") != "process":
+            raise fail("collect requires an owned process attempt.")
+        process = attempt.get("process")
+        if (
+            isinstance(process, dict)
+            and process.get("status") in ("starting", "running")
+            and process.get("receipt") is None
+        ):
+            record = read_receipt_file(root, run["id"], attempt["id"])
+            if record is not None:
+                receipt = record["receipt"]
+                if (
+                    receipt.get("attemptId") != attempt["id"]
+                    or not canonical.same(receipt.get("backend"), attempt["backend"])
+                    or receipt.get("planHash") != run["planHash"]
+                ):
+                    raise fail("Foreign or corrupt process receipt.")
+                child_pid = record.get("childPid")
+                written = record.get("writtenAt")
+                at = written if isinstance(written, str) else now_iso()
+                _store_receipt(attempt, receipt, at, child_pid if isinstance(child_pid, int) else None)
+                recovered["attempt"] = attempt["id"]
+        if not isinstance(process, dict) or process.get("status") != "finished" or process.get("receipt") is None:
+            raise fail("Process receipt is not ready; inspect the original owner.")
+        if process.get("collectedAt"):
+            raise fail("This process receipt was already collected.")
+        receipt = process["receipt"]
+        if (
+            not isinstance(receipt, dict)
+            or process.get("receiptHash") != canonical.sha256_json(receipt)
+            or receipt.get("attemptId") != attempt["id"]
+            or not canonical.same(receipt.get("backend"), attempt["backend"])
+            or receipt.get("planHash") != run["planHash"]
+        ):
+            raise fail("Foreign or corrupt process receipt.")
+        if attempt.get("reconciliation") is not None or attempt["reconciliations"]:
+            raise fail("A reconciled attempt cannot be overwritten by a late process receipt.")
+        cancellation = attempt["cancellation"].get("status")
+        if receipt.get("outcome") == "completed":
+            exit_code = receipt.get("exitCode")
+            if (
+                cancellation != "none"
+                or exit_code != 0
+                or isinstance(exit_code, bool)
+                or receipt.get("error")
+                or not receipt.get("directChildExited")
+                or not receipt.get("streamsClosed")
+            ):
+                raise fail("Ambiguous execution cannot be collected as completed.")
+            definition = definition_of(run, task_id)
+            protected_snapshot(root, definition)
+            if not canonical.same(scope_snapshot(root, definition["scope"]), receipt.get("resultHashes")):
+                raise fail("Process result changed before collection; reconcile and create a fresh attempt.")
+        at = now_iso()
+        process["collectedAt"] = at
+        execution = "ambiguous" if cancellation == "requested" else receipt.get("outcome")
+        attempt["execution"] = execution
+        attempt["observedAt"] = at
+        if execution in ("completed", "failed"):
+            attempt["endedAt"] = receipt.get("endedAt")
+        if "resultHashes" in receipt:
+            attempt["resultHashes"] = canonical.copy(receipt["resultHashes"])
+        if execution == "blocked":
+            attempt["blockedRequest"] = BLOCKED_REQUEST
+        attempt["observations"].append(
+            {
+                "at": at,
+                "outcome": execution,
+                "evidenceClass": "owned-process-result",
+                "receiptHash": process["receiptHash"],
+                "independentlyVerified": False,
+                "summary": COLLECTED_SUMMARY,
+            }
+        )
+
+    saved = mutate(directory, run_id, op)
+    if recovered:
+        _remove_receipt_file(root_of(directory), run_id, recovered["attempt"])
+    return saved
