@@ -9,6 +9,7 @@ from .engine import definition_of, evidence_current, is_active, latest
 from .errors import NexusError
 from .locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from .paths import root_of
+from .process import receipt_file_status
 from .snapshots import protected_snapshot
 from .store import Run, list_run_ids, list_temp_files, load_run
 from .timeutil import now_ms, parse_iso_ms
@@ -28,6 +29,10 @@ HINT_RECEIPT_OTHER = (
     "Inspect and collect the owned process receipt. Resolve blocked or ambiguous effects before a new "
     "attempt; completion is not established."
 )
+HINT_RECEIPT_FILE = (
+    "The launch could not store its process receipt in the run state; it was kept in {path}. "
+    "Collect this exact attempt to store it, then verify its current artifacts."
+)
 HINT_STALE_PREFIX = "Recorded state is historical; current inputs/evidence are stale: "
 PROCESS_HINT = "A stored PID or fresh heartbeat is an observation, not authority to terminate or relaunch."
 HEARTBEAT_STALE_MS = 5000
@@ -41,22 +46,31 @@ def _message(error: BaseException) -> str:
     return str(error)
 
 
-def process_observation(attempt: dict[str, Any], now: int) -> dict[str, Any]:
+def process_observation(attempt: dict[str, Any], now: int, receipt_file: str | None = None) -> dict[str, Any]:
+    """``receipt_file``: a recoverable receipt kept beside the state because the launch could
+    not store it (not in the reference); it makes the receipt ready and is named."""
     process = attempt.get("process")
     if not isinstance(process, dict):
         process = None
     heartbeat = process.get("heartbeatAt") if process else None
     beat_ms = parse_iso_ms(heartbeat)
-    return {
+    observation: dict[str, Any] = {
         "status": process.get("status") if process else "launch-unacknowledged",
         "supervisor": process.get("owner") if process else None,
         "lastHeartbeat": heartbeat,
         "heartbeatStale": beat_ms is None or now - beat_ms > HEARTBEAT_STALE_MS,
         "childPid": process.get("childPid") if process else None,
-        "receiptReady": bool(process and process.get("receipt") is not None and not process.get("collectedAt")),
+        "receiptReady": bool(
+            process
+            and (process.get("receipt") is not None or receipt_file is not None)
+            and not process.get("collectedAt")
+        ),
         "liveIdentityEstablished": False,
         "hint": PROCESS_HINT,
     }
+    if receipt_file is not None:
+        observation["recoverableReceipt"] = receipt_file
+    return observation
 
 
 def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], now: int) -> dict[str, Any]:
@@ -98,6 +112,13 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
         ):
             receipt = process.get("receipt") or {}
             hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
+    kept_receipt = (
+        receipt_file_status(root, run["id"], attempt)
+        if attempt and attempt["backend"].get("kind") == "process"
+        else None
+    )
+    if kept_receipt is not None:
+        hint = HINT_RECEIPT_FILE.format(path=kept_receipt)
     if stale_reason is not None:
         hint = HINT_STALE_PREFIX + stale_reason
     observation: dict[str, Any] = {
@@ -110,7 +131,7 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
         "staleReason": stale_reason,
     }
     if attempt and attempt["backend"].get("kind") == "process":
-        observation["process"] = process_observation(attempt, now)
+        observation["process"] = process_observation(attempt, now, kept_receipt)
     observation["hint"] = hint
     return observation
 
