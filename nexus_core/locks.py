@@ -38,22 +38,28 @@ def _publish(root: str, rel: str, owner: dict[str, Any]) -> bool:
     target = safe_target(root, rel)
     make_dirs(os.path.dirname(target))
     safe_target(root, rel)
-    temp = os.path.join(os.path.dirname(target), f".{os.path.basename(rel)}.{owner['token']}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
+    # The pid in the name lets the next lock holder tell a dead publisher's leftover from a
+    # live one that is about to link (store.remove_dead_temp_files).
+    temp = os.path.join(os.path.dirname(target), f".{os.path.basename(rel)}.{owner['pid']}.{owner['token']}.tmp")
+    for _ in range(3):
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, canonical.compact(owner).encode("utf-8"))
-            os.fsync(fd)
+            try:
+                os.write(fd, canonical.compact(owner).encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(temp, target)
+            except FileExistsError:
+                return False
+            except FileNotFoundError:
+                continue  # our temporary was removed by someone else: publish it again
+            return True
         finally:
-            os.close(fd)
-        try:
-            os.link(temp, target)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+    return False
 
 
 def _release(root: str, rel: str, token: str) -> None:

@@ -243,16 +243,40 @@ def list_run_ids(root: str) -> list[str]:
     return canonical.js_sorted(ids)
 
 
+# A lock being published: ".writer.lock.<pid>.<token>.tmp" (see locks._publish).
+LOCK_TEMP = re.compile(r"\.(?:writer|recovery)\.lock\.([0-9]{1,10})\.[0-9a-f-]{36}\.tmp\Z")
+
+
+def _dead_lock_temps(root: str) -> list[str]:
+    """Lock temporaries whose publishing process has exited. A live one is never listed: its
+    owner may still be about to link it into place."""
+    from .hostinfo import pid_alive
+
+    try:
+        names = os.listdir(os.path.join(root, BASE))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    dead = []
+    for name in names:
+        match = LOCK_TEMP.match(name)
+        if match and not pid_alive(int(match.group(1))):
+            dead.append(f"{BASE}/{name}")
+    return dead
+
+
 def list_temp_files(root: str) -> list[str]:
+    """Temporary files left by killed writers: run-state temporaries and dead lock temporaries."""
     try:
         names = os.listdir(os.path.join(root, RUNS))
     except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(f"{RUNS}/{n}" for n in names if n.endswith(TEMP_SUFFIX) and ".json." in n)
+        names = []
+    runs = [f"{RUNS}/{n}" for n in names if n.endswith(TEMP_SUFFIX) and ".json." in n]
+    return sorted(runs + _dead_lock_temps(root))
 
 
 def remove_dead_temp_files(root: str) -> None:
-    """Called only while holding writer.lock: any temp file then belongs to a dead writer."""
+    """Called only while holding writer.lock: any run-state temporary then belongs to a dead
+    writer (state is written only under that lock); lock temporaries only when their pid died."""
     for rel in list_temp_files(root):
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(root, rel))
