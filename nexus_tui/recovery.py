@@ -1,0 +1,708 @@
+"""Guided recovery, without widgets: every situation ``inspect`` can report, classified into
+what is known, what the operator must check, and the safe next step (an action id of
+``operations``). Nothing here writes, except ``save_fresh_plan`` when the operator asks."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexus_core import canonical
+from nexus_core.errors import NexusError
+from nexus_core.hostinfo import hostname, pid_alive
+from nexus_core.locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
+from nexus_core.observe import inspect_loaded
+from nexus_core.paths import root_of
+from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
+from nexus_core.store import RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
+from nexus_core.timeutil import now_ms, parse_iso_ms
+
+FRESH_RUN_WARNING = (
+    "A fresh run starts every task again from nothing: it may redo work (and repeat external "
+    "effects) that the old run already did. The old run file stays untouched as evidence."
+)
+# Execution keys a plan file may carry per adapter (the rest is derived by create).
+_EXECUTION_COMMON = ("adapter", "command", "input", "instructions", "resources", "cwd", "outputLimitBytes")
+_EXECUTION_INPUT_KEYS = {
+    "command": (*_EXECUTION_COMMON, "args", "blockedExitCodes"),
+    "codex-exec": (*_EXECUTION_COMMON, "sandbox", "model"),
+}
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    change: str  # "modified", "added", "removed"
+
+    def words(self) -> str:
+        return f"{self.change}: {self.path}"
+
+
+@dataclass
+class FreshRun:
+    """How to start over from the same plan under a new, unused run id."""
+
+    old_run_id: str
+    new_run_id: str
+    plan_file: str
+    command: str
+    plan: dict[str, Any] | None  # None when the plan could not be recovered
+    plan_problem: str | None = None
+    warning: str = FRESH_RUN_WARNING
+
+    @property
+    def plan_text(self) -> str | None:
+        return None if self.plan is None else canonical.pretty(self.plan) + "\n"
+
+
+@dataclass
+class Situation:
+    kind: str
+    title: str
+    run_id: str | None
+    task_id: str | None
+    known: list[str]
+    checks: list[str]
+    next_step: str
+    next_action: str | None = None
+    then: list[str] = field(default_factory=list)
+    command: str | None = None
+    changes: list[FileChange] = field(default_factory=list)
+    fresh_run: FreshRun | None = None
+    lock_hash: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.command is None and self.fresh_run is not None:
+            self.command = self.fresh_run.command
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.run_id or ''}:{self.task_id or ''}"
+
+
+# ----------------------------------------------------------------- liveness
+
+
+def _same_host_pid(host: object, process_id: object) -> int | None:
+    if host != hostname() or isinstance(process_id, bool) or not isinstance(process_id, int) or process_id < 1:
+        return None
+    return process_id
+
+
+def liveness(host: object, process_id: object) -> str:
+    """'alive', 'dead' or 'unknown' (another host, or no usable pid)."""
+    local = _same_host_pid(host, process_id)
+    if local is None:
+        return "unknown"
+    return "alive" if pid_alive(local) else "dead"
+
+
+def _liveness_words(host: object, process_id: object) -> str:
+    state = liveness(host, process_id)
+    if state == "alive":
+        return f"pid {process_id} on {host} is alive"
+    if state == "dead":
+        return f"pid {process_id} on {host} is not running"
+    if host != hostname():
+        return f"pid {process_id} on {host}: another host, liveness cannot be probed from here"
+    return f"pid {process_id!r}: not a usable pid"
+
+
+# ----------------------------------------------------------------- file-by-file changes
+
+
+def compare_hashes(expected: dict[str, Any] | None, current: dict[str, Any]) -> list[FileChange]:
+    expected = expected if isinstance(expected, dict) else {}
+    changes: list[FileChange] = []
+    for path in sorted(set(expected) | set(current)):
+        before, after = expected.get(path), current.get(path)
+        if before == after:
+            continue
+        if before is None:
+            changes.append(FileChange(path, "added"))
+        elif after is None:
+            changes.append(FileChange(path, "removed"))
+        else:
+            changes.append(FileChange(path, "modified"))
+    return changes
+
+
+def evidence_changes(root: str, definition: dict[str, Any], attempt: dict[str, Any]) -> list[FileChange]:
+    """What changed since the attempt's verification: scope files and artifacts, file by file."""
+    verification = attempt.get("verification") or {}
+    recorded = verification.get("scopeHashes") or attempt.get("resultHashes") or {}
+    changes = compare_hashes(recorded, scope_snapshot(root, definition["scope"]))
+    artifacts = verification.get("artifactHashes")
+    if isinstance(artifacts, dict):
+        seen = {c.path for c in changes}
+        for change in compare_hashes(artifacts, files_snapshot(root, definition["artifacts"], False)):
+            if change.path not in seen:
+                changes.append(change)
+    return changes
+
+
+def resource_changes(root: str, definition: dict[str, Any]) -> list[FileChange]:
+    """Protected resources and executables that differ from the plan's snapshot."""
+    expected = definition.get("resourceHashes") or {}
+    changes = compare_hashes(expected, files_snapshot(root, list(expected), False))
+    commands = [(c["command"], c["commandHash"]) for c in definition.get("checks", [])]
+    execution = definition.get("execution")
+    if execution:
+        commands.append((execution["command"], execution["commandHash"]))
+    for command, expected_hash in commands:
+        try:
+            current = executable(command)["commandHash"]
+        except NexusError:
+            changes.append(FileChange(command, "removed"))
+            continue
+        if current != expected_hash and all(c.path != command for c in changes):
+            changes.append(FileChange(command, "modified"))
+    return changes
+
+
+# ----------------------------------------------------------------- fresh run
+
+
+def unused_run_id(root: str, old_run_id: str) -> str:
+    """A run id that no run file (or anything else at its path) uses yet."""
+    taken = set(list_run_ids(root))
+    base = old_run_id if RUN_ID.match(old_run_id) else "run"
+    for number in range(1, 1000):
+        suffix = "-fresh" if number == 1 else f"-fresh-{number}"
+        candidate = base[: 64 - len(suffix)] + suffix
+        if candidate not in taken and not os.path.lexists(os.path.join(root, run_path(candidate))):
+            return candidate
+    raise NexusError("No unused run id could be proposed.")
+
+
+def plan_input(plan: dict[str, Any], new_run_id: str) -> dict[str, Any]:
+    """A plan file equivalent to a stored (normalized) plan: create re-derives the hashes."""
+    tasks = []
+    for definition in plan["tasks"]:
+        task = {k: canonical.copy(v) for k, v in definition.items() if k not in ("resourceHashes", "execution")}
+        task["checks"] = [{k: v for k, v in c.items() if k != "commandHash"} for c in definition["checks"]]
+        execution = definition.get("execution")
+        if isinstance(execution, dict):
+            allowed = _EXECUTION_INPUT_KEYS.get(str(execution.get("adapter")), ())
+            task["execution"] = {k: canonical.copy(v) for k, v in execution.items() if k in allowed}
+        tasks.append(task)
+    return {
+        "id": new_run_id,
+        "maxParallel": plan["maxParallel"],
+        "config": canonical.copy(plan["config"]),
+        "tasks": tasks,
+    }
+
+
+def _plan_from_bytes(root: str, run_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The stored plan of an unreadable run file, when it can still be trusted."""
+    path = os.path.join(root, run_path(run_id))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as error:
+        return None, f"the run file cannot be read ({error.strerror})"
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read(64 * 1024 * 1024)
+    try:
+        envelope = canonical.parse(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None, "the run file is not valid JSON, so its plan cannot be recovered"
+    run = envelope.get("run") if isinstance(envelope, dict) else None
+    plan = run.get("plan") if isinstance(run, dict) else None
+    if not isinstance(plan, dict) or not isinstance(plan.get("tasks"), list):
+        return None, "the run file holds no plan"
+    if run.get("planHash") != canonical.sha256_json(plan):  # type: ignore[union-attr]
+        return None, "the stored plan does not match its planHash, so it cannot be trusted"
+    if not all(isinstance(t, dict) and isinstance(t.get("checks"), list) for t in plan["tasks"]):
+        return None, "the stored plan is malformed"
+    return plan, None
+
+
+def fresh_run(root: str, run_id: str, plan: dict[str, Any] | None = None) -> FreshRun:
+    problem = None
+    if plan is None:
+        plan, problem = _plan_from_bytes(root, run_id)
+    new_id = unused_run_id(root, run_id)
+    plan_file = os.path.join(tempfile.gettempdir(), f"nexus-plan-{new_id}.json")
+    command = f"nexus create --plan {shlex.quote(plan_file)} -d {shlex.quote(root)}"
+    recovered = None
+    if plan is not None:
+        try:
+            recovered = plan_input(plan, new_id)
+        except (KeyError, TypeError, AttributeError):
+            problem = "the stored plan is malformed"
+    return FreshRun(run_id, new_id, plan_file, command, recovered, problem)
+
+
+def save_fresh_plan(advice: FreshRun) -> str:
+    """Write the recovered plan to ``advice.plan_file`` (new file only, 0600), outside the
+    project and its state. The operator then runs ``advice.command``."""
+    text = advice.plan_text
+    if text is None:
+        raise NexusError(f"The plan of {advice.old_run_id} cannot be recovered: {advice.plan_problem}.")
+    fd = os.open(advice.plan_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return advice.plan_file
+
+
+# ----------------------------------------------------------------- project-level situations
+
+
+def lock_situations(root: str) -> list[Situation]:
+    found: list[Situation] = []
+    writer = lock_snapshot(root, WRITER_LOCK)
+    if writer is not None:
+        owner: dict[str, Any] = writer["owner"] if isinstance(writer.get("owner"), dict) else {}
+        state = liveness(owner.get("hostname"), owner.get("pid"))
+        known = [
+            f"writer.lock fingerprint {writer['hash'][:12]} (type its first 8 characters to recover).",
+            f"Owner: {_liveness_words(owner.get('hostname'), owner.get('pid'))}; "
+            f"created {owner.get('createdAt')}; token {str(owner.get('token'))[:8]}.",
+            "While it exists every mutation of this project is refused.",
+        ]
+        if writer.get("unsafe"):
+            found.append(
+                Situation(
+                    "writer-lock-unsafe",
+                    "writer.lock is unsafe",
+                    None,
+                    None,
+                    [*known, f"It is {writer['unsafe']}: the core will not trust or remove it."],
+                    ["Who created this file, and why is it not a private regular file?"],
+                    "Inspect it by hand; nothing can be recovered from the dashboard.",
+                    command=f"ls -l {shlex.quote(os.path.join(root, WRITER_LOCK))}",
+                    lock_hash=writer["hash"],
+                )
+            )
+        elif state != "alive":
+            found.append(
+                Situation(
+                    "writer-lock-dead" if state == "dead" else "writer-lock-unknown",
+                    "writer.lock left by a dead process" if state == "dead" else "writer.lock of an unverifiable owner",
+                    None,
+                    None,
+                    known,
+                    [
+                        "Is the owner process really gone (on its host)? A live writer would lose its update.",
+                        "Did its mutation finish? Inspect the runs it may have been writing.",
+                    ],
+                    "Recover the lock: a receipt is written, then writer.lock is removed.",
+                    next_action="recover-lock",
+                    lock_hash=writer["hash"],
+                )
+            )
+    recovery = lock_snapshot(root, RECOVERY_LOCK)
+    if recovery is not None:
+        owner = recovery["owner"] if isinstance(recovery.get("owner"), dict) else {}
+        state = liveness(owner.get("hostname"), owner.get("pid"))
+        if state != "alive":
+            path = os.path.join(root, RECOVERY_LOCK)
+            found.append(
+                Situation(
+                    "recovery-lock-left",
+                    "recovery.lock left by an interrupted recovery",
+                    None,
+                    None,
+                    [
+                        f"recovery.lock fingerprint {recovery['hash'][:12]}.",
+                        f"Owner: {_liveness_words(owner.get('hostname'), owner.get('pid'))}; "
+                        f"created {owner.get('createdAt')}.",
+                        "While it exists every mutation and every lock recovery is refused.",
+                        "Nexus has no command to remove it (as in the reference).",
+                    ],
+                    [
+                        "Is the recovering process really gone?",
+                        f"Did it write a receipt under {LOCK_RECOVERY_DIR}/ and is writer.lock still there?",
+                    ],
+                    "After checking, remove recovery.lock by hand with the command below, then recover "
+                    "writer.lock from the dashboard if it is still there.",
+                    command=f"rm -- {shlex.quote(path)}",
+                    lock_hash=recovery["hash"],
+                )
+            )
+    temps = list_temp_files(root)
+    if temps:
+        names = [os.path.basename(t) for t in temps[:3]] + (["..."] if len(temps) > 3 else [])
+        found.append(
+            Situation(
+                "stray-temp-files",
+                "Temporary files left by killed writers",
+                None,
+                None,
+                [f"{len(temps)} temporary run file(s) under {RUNS}/: {', '.join(names)}."],
+                ["Nothing: they are never loaded."],
+                "The next mutation removes them while it holds writer.lock.",
+            )
+        )
+    return found
+
+
+def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Situation:
+    message = error.message if isinstance(error, NexusError) else str(error)
+    advice = fresh_run(root, run_id)
+    known = [f"Loading run {run_id} fails: {message}", "Nothing was repaired; the file is left exactly as it is."]
+    if advice.plan is None:
+        known.append(f"The plan cannot be recovered from the file: {advice.plan_problem}.")
+    else:
+        known.append("Its stored plan is intact (it matches planHash) and can start a fresh run.")
+    return Situation(
+        "run-unreadable",
+        f"Run {run_id} is corrupt or unsafe",
+        run_id,
+        None,
+        known,
+        [
+            "Inspect the workspace changes the old run may already have made.",
+            "Keep the old run file as evidence; do not edit it.",
+        ],
+        f"Create a fresh run from the same plan under the new, unused id {advice.new_run_id}. {advice.warning}",
+        command=advice.command,
+        fresh_run=advice,
+    )
+
+
+# ----------------------------------------------------------------- task-level situations
+
+
+def _attempt_words(attempt: dict[str, Any]) -> str:
+    backend = attempt["backend"]
+    return (
+        f"Attempt {attempt['id'][:8]} ({backend.get('kind')} {backend.get('id')}/{backend.get('sessionId')}), "
+        f"started {attempt.get('startedAt')}, deadline {attempt.get('deadline')}, execution '{attempt['execution']}', "
+        f"verification '{attempt['verification']['status']}'."
+    )
+
+
+def _retry_or_verify(definition: dict[str, Any]) -> str:
+    return (
+        "Then verify it if you reconciled 'completed', or retry (a new attempt) after 'failed' or 'cancelled'"
+        + (
+            ""
+            if definition["idempotent"]
+            else "; this task is not idempotent, so tick retry-safe only if redoing is harmless"
+        )
+        + "."
+    )
+
+
+def task_situations(root: str, inspected: dict[str, Any], now: int | None = None) -> list[Situation]:
+    """Situations of every task of an inspected run (``inspect_loaded`` output)."""
+    moment = now_ms() if now is None else now
+    observations = {o["taskId"]: o for o in inspected.get("observations", [])}
+    definitions = {d["id"]: d for d in inspected["plan"]["tasks"]}
+    found: list[Situation] = []
+    for task in inspected["tasks"]:
+        task_id = task["id"]
+        definition = definitions[task_id]
+        observation = observations.get(task_id, {})
+        attempt = task["attempts"][-1] if task["attempts"] else None
+        found.extend(_task_situations(root, inspected, task, definition, observation, attempt, moment))
+    return found
+
+
+def _task_situations(
+    root: str,
+    run: dict[str, Any],
+    task: dict[str, Any],
+    definition: dict[str, Any],
+    observation: dict[str, Any],
+    attempt: dict[str, Any] | None,
+    now: int,
+) -> list[Situation]:
+    run_id, task_id = run["id"], task["id"]
+    found: list[Situation] = []
+
+    def add(kind: str, title: str, known: list[str], checks: list[str], step: str, **extra: Any) -> None:
+        found.append(Situation(kind, title, run_id, task_id, known, checks, step, **extra))
+
+    if not observation.get("resourcesCurrent", True):
+        try:
+            changes = resource_changes(root, definition)
+        except NexusError as error:
+            changes = []
+            reason = error.message
+        else:
+            reason = observation.get("staleReason") or ""
+        add(
+            "resource-changed",
+            f"{task_id}: a protected resource changed since create",
+            [reason, *[c.words() for c in changes]],
+            [
+                "Was the verifier, a check script or the worker executable changed on purpose?",
+                "Restoring the exact original files makes the task current again.",
+            ],
+            "Restore the original files; if the change is intended, create a fresh run from the same plan "
+            "(create snapshots the resources again).",
+            changes=changes,
+            fresh_run=fresh_run(root, run_id, run["plan"]),
+        )
+    if attempt is None:
+        return found
+    verification = attempt["verification"]
+    backend = attempt["backend"]
+    cancellation = (attempt.get("cancellation") or {}).get("status")
+    process = attempt.get("process") if isinstance(attempt.get("process"), dict) else None
+    accepted = task["integration"] == "accepted"
+    known_attempt = _attempt_words(attempt)
+
+    if accepted and observation.get("stale"):
+        try:
+            changes = evidence_changes(root, definition, attempt)
+            problem = None
+        except NexusError as error:
+            changes, problem = [], error.message
+        known = [f"{task_id} was accepted at {task.get('acceptedAt')}.", f"Now: {observation.get('staleReason')}"]
+        if problem:
+            known.append(f"The scope cannot be snapshotted: {problem}")
+        if changes:
+            known += [c.words() for c in changes]
+        elif not problem:
+            known.append("Its own files are unchanged: the stale evidence is in a dependency.")
+        add(
+            "accepted-stale",
+            f"{task_id}: evidence changed after acceptance",
+            known,
+            ["Are these changes intended? Accepted work is never rewritten by Nexus."],
+            "Restore the files to clear the staleness, or create a fresh run from the same plan to redo "
+            "and re-verify the work.",
+            changes=changes,
+            fresh_run=fresh_run(root, run_id, run["plan"]),
+        )
+        return found
+    if accepted:
+        return found
+
+    if process is not None and observation.get("process", {}).get("receiptReady"):
+        receipt = process.get("receipt") or {}
+        add(
+            "process-receipt-uncollected",
+            f"{task_id}: a process receipt waits to be collected",
+            [
+                known_attempt,
+                f"The supervised process ended {receipt.get('endedAt')} with outcome '{receipt.get('outcome')}', "
+                f"exit code {receipt.get('exitCode')}, reason {receipt.get('reason')}.",
+            ],
+            ["Nothing to check before collecting: the receipt is the owned result."],
+            "Collect this exact attempt's receipt, then verify (completed) or reconcile and retry.",
+            next_action="collect",
+            then=["verify", "reconcile"],
+        )
+        return found
+
+    if verification["status"] == "running":
+        owner = verification.get("owner") or {}
+        state = liveness(owner.get("hostname"), owner.get("pid"))
+        if state != "alive":
+            add(
+                "verification-orphaned",
+                f"{task_id}: a verification was left running",
+                [
+                    known_attempt,
+                    f"Verification {str(verification.get('id'))[:8]} started {verification.get('startedAt')}; "
+                    f"its verifier {_liveness_words(owner.get('hostname'), owner.get('pid'))}.",
+                    f"{len(verification.get('checks', []))} of {len(definition['checks'])} check receipt(s) recorded.",
+                ],
+                [
+                    "Is the verifier process really gone (and any check it was running)?",
+                    "Checks may have left partial output in the project.",
+                ],
+                "Reconcile the attempt (outcome 'completed' if the work itself is done): the orphaned "
+                "verification moves to the history, then verify again.",
+                next_action="reconcile",
+                then=["verify"],
+            )
+        return found
+
+    supervisor_state = None
+    if process is not None and process.get("status") in ("starting", "running"):
+        supervisor_state = liveness(backend.get("hostname"), backend.get("ownerPid"))
+        if observation.get("process", {}).get("heartbeatStale") and supervisor_state != "alive":
+            child = process.get("childPid")
+            add(
+                "process-heartbeat-stale",
+                f"{task_id}: the process supervisor stopped reporting",
+                [
+                    known_attempt,
+                    f"Process status '{process.get('status')}', last heartbeat {process.get('heartbeatAt')}; "
+                    f"supervisor {_liveness_words(backend.get('hostname'), backend.get('ownerPid'))}.",
+                    f"Child: {_liveness_words(backend.get('hostname'), child) if child else 'never spawned'}.",
+                    "No receipt was stored: the outcome is unknown.",
+                ],
+                [
+                    "Are the supervisor and its child really stopped? A stored pid is an observation, not authority.",
+                    "What did the worker change in the write scope?",
+                ],
+                "Reconcile with what you observed (ownerStopped is your declaration). " + _retry_or_verify(definition),
+                next_action="reconcile",
+                then=["verify", "launch"],
+            )
+            return found
+
+    deadline = parse_iso_ms(attempt.get("deadline"))
+    overdue = observation.get("overdue") or (
+        attempt["execution"] in ("running", "blocked") and deadline is not None and now > deadline
+    )
+    if attempt["execution"] in ("running", "blocked") and cancellation == "none" and overdue:
+        is_process = backend.get("kind") == "process"
+        add(
+            "attempt-overdue",
+            f"{task_id}: the attempt is running past its deadline",
+            [known_attempt, f"Deadline {attempt.get('deadline')} has passed; nothing is stopped automatically."],
+            [
+                "Is the worker still running? Did it finish without reporting?",
+                "What has it changed in the write scope so far?",
+            ],
+            (
+                "Cancel the attempt (its supervisor stops the child), then reconcile."
+                if is_process
+                else "If the worker finished, record its report; if it is stopped or you stop it, reconcile "
+                "with what you observed."
+            ),
+            next_action="cancel" if is_process else "reconcile",
+            then=["reconcile"] if is_process else ["record", "cancel"],
+        )
+        return found
+
+    if attempt["execution"] == "blocked" and cancellation == "none":
+        add(
+            "attempt-blocked",
+            f"{task_id}: the worker reported it is blocked",
+            [known_attempt, f"Blocked request: {attempt.get('blockedRequest')}"],
+            ["What does the worker need? No approval is inferred by Nexus."],
+            "Resolve the request outside Nexus; the worker then records its outcome, or reconcile if it stopped.",
+            next_action="record",
+            then=["reconcile", "cancel"],
+        )
+        return found
+
+    interrupted = (
+        attempt["execution"] == "ambiguous" or cancellation == "requested" or verification["status"] == "ambiguous"
+    )
+    if interrupted:
+        why = []
+        if attempt["execution"] == "ambiguous":
+            why.append("the execution outcome is ambiguous")
+        if cancellation == "requested":
+            requested = (attempt.get("cancellation") or {}).get("reason")
+            why.append(f"a cancellation was requested ({requested}) and awaits reconciliation")
+        if verification["status"] == "ambiguous":
+            why.append("the verification was interrupted (ambiguous)")
+        checks = [
+            "Has the worker really stopped? Check its process and host yourself.",
+            "What is in the write scope now? Is the result complete, partial or absent?",
+        ]
+        if process is not None:
+            checks.insert(0, f"Supervisor: {_liveness_words(backend.get('hostname'), backend.get('ownerPid'))}.")
+        add(
+            "attempt-interrupted",
+            f"{task_id}: interrupted or ambiguous attempt",
+            [known_attempt, "Known: " + "; ".join(why) + "."],
+            checks,
+            "Reconcile with what you observed (completed, failed or cancelled). " + _retry_or_verify(definition),
+            next_action="reconcile",
+            then=["verify", "launch" if definition.get("execution") else "retry"],
+        )
+        return found
+
+    if verification["status"] == "passed" and observation.get("stale"):
+        try:
+            changes = evidence_changes(root, definition, attempt)
+        except NexusError:
+            changes = []
+        add(
+            "evidence-stale",
+            f"{task_id}: the passed verification is stale",
+            [known_attempt, f"Now: {observation.get('staleReason')}", *[c.words() for c in changes]],
+            ["Who changed these files after the verification? Is the new content wanted?"],
+            "Restore the verified files and accept, or reconcile 'failed' and retry with a new attempt.",
+            next_action="reconcile",
+            then=["launch" if definition.get("execution") else "retry"],
+            changes=changes,
+        )
+        return found
+
+    terminal = attempt["execution"] in ("failed", "cancelled") or verification["status"] == "failed"
+    if terminal:
+        spent = len(task["attempts"]) >= definition["maxAttempts"]
+        failed_words = (
+            f"verification failed ({verification.get('problem') or 'a check did not pass'})"
+            if verification["status"] == "failed"
+            else f"execution {attempt['execution']}"
+        )
+        retry_action = "launch" if definition.get("execution") else "retry"
+        if spent:
+            add(
+                "budget-spent",
+                f"{task_id}: failed with no attempt left",
+                [
+                    known_attempt,
+                    f"The last attempt ended: {failed_words}.",
+                    f"All {definition['maxAttempts']} attempt(s) are used: the task is explicitly failed.",
+                ],
+                ["Is the failure in the work or in the plan (checks, deadline, budget)?"],
+                "Nothing more can run in this run; create a fresh run from the same (or a corrected) plan.",
+                fresh_run=fresh_run(root, run_id, run["plan"]),
+            )
+        elif not definition["idempotent"] and (attempt.get("reconciliation") or {}).get("retrySafe") is not True:
+            add(
+                "retry-needs-reconcile",
+                f"{task_id}: failed; a retry needs a retry-safe reconciliation",
+                [known_attempt, f"The attempt ended: {failed_words}.", "The task is not idempotent."],
+                ["Is redoing this task's work harmless (no duplicated external effects)?"],
+                "Reconcile 'failed' with retry-safe ticked, then retry.",
+                next_action="reconcile",
+                then=[retry_action],
+            )
+        else:
+            add(
+                "retry-ready",
+                f"{task_id}: failed; a retry is possible",
+                [
+                    known_attempt,
+                    f"The attempt ended: {failed_words}.",
+                    f"{len(task['attempts'])} of {definition['maxAttempts']} attempt(s) used.",
+                ],
+                ["Why did it fail? Fix the cause before the next attempt."],
+                "Retry: a new attempt starts from the current workspace.",
+                next_action=retry_action,
+            )
+    return found
+
+
+# ----------------------------------------------------------------- the whole project
+
+
+def classify_project(directory: str, now: int | None = None) -> list[Situation]:
+    """Every recovery situation of a project: locks, unreadable runs, then each task."""
+    root = root_of(directory)
+    found = lock_situations(root)
+    for run_id in list_run_ids(root):
+        try:
+            run = load_run(root, run_id)
+        except NexusError as error:
+            found.append(unreadable_run_situation(root, run_id, error))
+            continue
+        except OSError as error:
+            found.append(unreadable_run_situation(root, run_id, error))
+            continue
+        inspected = inspect_loaded(root, run, now)
+        found.extend(task_situations(root, inspected, now))
+    return found
+
+
+def situations_for(directory: str, run_id: str, task_id: str | None = None, now: int | None = None) -> list[Situation]:
+    """The situations of one run (and optionally one task), plus the project's lock ones."""
+    root = root_of(directory)
+    found = lock_situations(root)
+    try:
+        run = load_run(root, run_id)
+    except (NexusError, OSError) as error:
+        return [*found, unreadable_run_situation(root, run_id, error)]
+    for situation in task_situations(root, inspect_loaded(root, run, now), now):
+        if task_id is None or situation.task_id == task_id:
+            found.append(situation)
+    return found
