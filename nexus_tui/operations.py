@@ -19,6 +19,7 @@ from nexus_core.errors import NexusError
 from nexus_core.hostinfo import hostname, pid_alive
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
+from nexus_core.process import receipt_file_status
 from nexus_core.store import load_run
 from nexus_core.timeutil import now_iso
 
@@ -221,10 +222,13 @@ def _is_active(attempt: dict[str, Any] | None) -> bool:
     )
 
 
-def unavailable_reason(action: str, run: dict[str, Any] | None, task_id: str | None, lock: Any = None) -> str | None:
+def unavailable_reason(
+    action: str, run: dict[str, Any] | None, task_id: str | None, lock: Any = None, root: str | None = None
+) -> str | None:
     """Why the core would refuse this action for this selection now, or None when it may
     accept it. A cheap mirror of the core's preconditions (no hashing) for the palette and
-    the footer; the core stays the authority."""
+    the footer; the core stays the authority. With ``root``, a process receipt kept beside
+    the state (the launch could not store it) counts as ready to collect."""
     if action == "recover-lock":
         return None if lock else "There is no writer.lock to recover."
     if run is None or task_id is None:
@@ -292,7 +296,8 @@ def unavailable_reason(action: str, run: dict[str, Any] | None, task_id: str | N
         process = attempt.get("process") or {}
         if attempt["backend"].get("kind") != "process":
             return "Only process attempts have a receipt to collect."
-        if process.get("status") != "finished" or process.get("receipt") is None:
+        kept = receipt_file_status(root, run["id"], attempt) if root else None
+        if kept is None and (process.get("status") != "finished" or process.get("receipt") is None):
             return "The process receipt is not ready."
         if process.get("collectedAt"):
             return "This receipt was already collected."
@@ -344,7 +349,7 @@ def preview(directory: str, action: str, run_id: str | None = None, task_id: str
         seen=seen,
         title=f"{action} {task_id}",
         changes=[],
-        unavailable=unavailable_reason(action, run, task_id, lock),
+        unavailable=unavailable_reason(action, run, task_id, lock, root),
     )
     short_attempt = attempt["id"][:8] if attempt else ""
     if action in ("start", "retry"):
@@ -468,10 +473,15 @@ def preview(directory: str, action: str, run_id: str | None = None, task_id: str
         assert attempt is not None
         result.backend = _process_identity(attempt["backend"])
         receipt = (attempt.get("process") or {}).get("receipt") or {}
+        kept = receipt_file_status(root, run_id, attempt)
         result.title = f"Collect {task_id}"
         result.changes = [
-            f"Records the owned process receipt of attempt {short_attempt} of {where}: its execution "
-            f"becomes '{receipt.get('outcome')}' (exit code {receipt.get('exitCode')}).",
+            (
+                f"Stores the receipt kept in {kept} and records it on attempt {short_attempt} of {where}."
+                if kept
+                else f"Records the owned process receipt of attempt {short_attempt} of {where}: its execution "
+                f"becomes '{receipt.get('outcome')}' (exit code {receipt.get('exitCode')})."
+            ),
             "The receipt's scope snapshot becomes the attempt's result.",
         ]
         result.cautions = ["A completed receipt is refused if the scope changed since the process ended."]

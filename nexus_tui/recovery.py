@@ -478,13 +478,18 @@ def _task_situations(
 
     if process is not None and observation.get("process", {}).get("receiptReady"):
         receipt = process.get("receipt") or {}
+        kept = observation.get("process", {}).get("recoverableReceipt")
         add(
             "process-receipt-uncollected",
             f"{task_id}: a process receipt waits to be collected",
             [
                 known_attempt,
-                f"The supervised process ended {receipt.get('endedAt')} with outcome '{receipt.get('outcome')}', "
-                f"exit code {receipt.get('exitCode')}, reason {receipt.get('reason')}.",
+                (
+                    f"The launch could not store its receipt in the run state; it was kept in {kept}."
+                    if kept
+                    else f"The supervised process ended {receipt.get('endedAt')} with outcome "
+                    f"'{receipt.get('outcome')}', exit code {receipt.get('exitCode')}, reason {receipt.get('reason')}."
+                ),
             ],
             ["Nothing to check before collecting: the receipt is the owned result."],
             "Collect this exact attempt's receipt, then verify (completed) or reconcile and retry.",

@@ -12,10 +12,18 @@ from typing import Any
 from nexus_core import canonical, engine
 from nexus_core.store import load_run
 
+# The check waits while a `hold` file exists (tests use it to catch a verification mid-check).
 CHECK = (
-    "import pathlib, sys\n"
+    "import pathlib, sys, time\n"
+    "while pathlib.Path('hold').exists():\n    time.sleep(0.05)\n"
     "text = pathlib.Path(sys.argv[1]).read_text() if pathlib.Path(sys.argv[1]).exists() else ''\n"
     "sys.exit(0 if 'ok' in text.split() else 1)\n"
+)
+# The process worker: waits while `hold-worker` exists, then writes out/<task>/result.txt.
+WORKER = (
+    "import pathlib, sys, time\n"
+    "while pathlib.Path('hold-worker').exists():\n    time.sleep(0.05)\n"
+    "pathlib.Path('out', sys.argv[1], 'result.txt').write_text('ok\\n')\n"
 )
 HOST = {"kind": "host", "id": "worker", "sessionId": "session-1"}
 
@@ -36,10 +44,25 @@ def task_plan(task_id: str, **extra: Any) -> dict[str, Any]:
     return plan
 
 
+def process_task_plan(task_id: str, **extra: Any) -> dict[str, Any]:
+    """A task with an execution contract (launched and supervised by the process backend)."""
+    execution = {
+        "adapter": "command",
+        "command": "python",
+        "args": ["workers/work.py", task_id],
+        "input": "inputs/task.txt",
+    }
+    return task_plan(task_id, execution=execution, resources=["checks/check.py", "workers/work.py"], **extra)
+
+
 def make_project(tmp_path: Path, tasks: list[dict[str, Any]] | None = None, run_id: str = "demo") -> Path:
     root = (tmp_path / "project").resolve()
     (root / "checks").mkdir(parents=True)
     (root / "checks" / "check.py").write_text(CHECK)
+    (root / "workers").mkdir()
+    (root / "workers" / "work.py").write_text(WORKER)
+    (root / "inputs").mkdir()
+    (root / "inputs" / "task.txt").write_text("Write ok.\n")
     for task in tasks or [task_plan("a")]:
         (root / "out" / task["id"]).mkdir(parents=True, exist_ok=True)
     plan = {"id": run_id, "maxParallel": 4, "tasks": tasks or [task_plan("a")]}

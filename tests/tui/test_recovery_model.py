@@ -1,0 +1,326 @@
+"""nexus_tui.recovery: every situation classified from real states driven with nexus_core,
+and each safe next step carried out through nexus_tui.operations, asserting on disk."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tui_actions_support import (
+    HOST,
+    accepted,
+    latest,
+    make_project,
+    process_task_plan,
+    record,
+    start,
+    task_of,
+    task_plan,
+    tree_digest,
+    write_dead_recovery_lock,
+    write_dead_writer_lock,
+    write_result,
+)
+
+from nexus_core import engine
+from nexus_core.errors import NexusError
+from nexus_core.store import load_run
+from nexus_core.timeutil import now_ms
+from nexus_tui import operations as ops
+from nexus_tui import recovery
+
+RECONCILE = {"summary": "checked: worker gone", "owner_stopped": True, "retry_safe": False}
+
+
+def _kinds(root: Path, now: int | None = None) -> dict[str, recovery.Situation]:
+    return {s.kind: s for s in recovery.classify_project(str(root), now)}
+
+
+def _act(root: Path, situation: recovery.Situation, values: dict | None = None) -> dict:
+    assert situation.next_action is not None
+    preview = ops.preview(str(root), situation.next_action, situation.run_id, situation.task_id)
+    merged = dict(values or {})
+    if preview.backend_editable and preview.backend:
+        merged.setdefault("backend_id", preview.backend["id"])
+        merged.setdefault("backend_session", preview.backend["sessionId"])
+    return ops.execute(preview, merged, ops.ActionLog())
+
+
+def test_a_clean_project_has_no_situation(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [task_plan("a"), task_plan("b")])
+    accepted(root, "a")
+    assert recovery.classify_project(str(root)) == []
+
+
+def test_interrupted_attempt_reconcile_then_retry(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    start(root, "a")
+    engine.cancel_task(str(root), "demo", "a", {"reason": "operator stop"})
+    situation = _kinds(root)["attempt-interrupted"]
+    assert situation.task_id == "a" and situation.next_action == "reconcile"
+    assert situation.then == ["verify", "retry"]
+    assert any("operator stop" in line for line in situation.known)
+    assert any("really stopped" in line for line in situation.checks)
+    _act(root, situation, {**RECONCILE, "outcome": "cancelled"})
+    assert latest(root, "a")["execution"] == "cancelled"
+    follow = _kinds(root)["retry-ready"]
+    assert follow.next_action == "retry"
+    _act(root, follow)
+    assert len(task_of(root, "a")["attempts"]) == 2
+
+
+def test_overdue_attempt(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [task_plan("a", deadlineMs=100)])
+    start(root, "a")
+    assert "attempt-overdue" not in _kinds(root, now_ms() - 60_000)
+    situation = _kinds(root, now_ms() + 5_000)["attempt-overdue"]
+    assert situation.next_action == "reconcile" and "record" in situation.then
+    assert any("Deadline" in line for line in situation.known)
+
+
+def test_blocked_attempt(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    start(root, "a")
+    engine.record_attempt(
+        str(root),
+        "demo",
+        "a",
+        {"attemptId": latest(root, "a")["id"], "backend": HOST, "outcome": "blocked", "summary": "need a key"},
+    )
+    situation = _kinds(root)["attempt-blocked"]
+    assert situation.next_action == "record"
+    assert any("need a key" in line for line in situation.known)
+
+
+def _wait_for(predicate, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_verification_left_running_by_a_dead_verifier(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    start(root, "a")
+    write_result(root, "a")
+    record(root, "a")
+    (root / "hold").write_text("")
+    verifier = subprocess.Popen(
+        [sys.executable, "-c", f"from nexus_core import engine; engine.verify_task({str(root)!r}, 'demo', 'a')"],
+        start_new_session=True,
+    )
+    try:
+        _wait_for(lambda: latest(root, "a")["verification"]["status"] == "running")
+        assert "verification-orphaned" not in _kinds(root)  # its verifier is alive
+    finally:
+        os.killpg(verifier.pid, signal.SIGKILL)
+        verifier.wait()
+    (root / "hold").unlink()
+    situation = _kinds(root)["verification-orphaned"]
+    assert situation.next_action == "reconcile" and situation.then == ["verify"]
+    assert any("is not running" in line for line in situation.known)
+    _act(root, situation, {**RECONCILE, "outcome": "completed"})
+    attempt = latest(root, "a")
+    assert attempt["verification"]["status"] == "pending"
+    assert attempt["verificationHistory"][-1]["status"] == "ambiguous"
+    ops.execute(ops.preview(str(root), "verify", "demo", "a"), {}, ops.ActionLog())
+    assert latest(root, "a")["verification"]["status"] == "passed"
+
+
+def test_process_receipt_uncollected_then_collect(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [process_task_plan("p")])
+    ops.execute(ops.preview(str(root), "launch", "demo", "p"), {}, ops.ActionLog())
+    situation = _kinds(root)["process-receipt-uncollected"]
+    assert situation.next_action == "collect"
+    assert any("outcome 'completed'" in line for line in situation.known)
+    _act(root, situation)
+    assert latest(root, "p")["execution"] == "completed"
+    assert latest(root, "p")["process"]["collectedAt"] is not None
+
+
+def test_process_with_a_stale_heartbeat_and_a_dead_supervisor(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [process_task_plan("p")])
+    (root / "hold-worker").write_text("")
+    supervisor = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from nexus_core import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})",
+        ],
+        start_new_session=True,
+    )
+    try:
+        _wait_for(
+            lambda: (latest(root, "p").get("process") or {}).get("childPid") if task_of(root, "p")["attempts"] else None
+        )
+        child = latest(root, "p")["process"]["childPid"]
+        os.kill(supervisor.pid, signal.SIGKILL)
+        supervisor.wait()
+        situation = _kinds(root, now_ms() + 60_000)["process-heartbeat-stale"]
+        assert situation.next_action == "reconcile"
+        assert any("supervisor pid" in line and "is not running" in line for line in situation.known)
+        assert any(f"pid {child}" in line and "is alive" in line for line in situation.known)
+        # The child still runs: the core refuses the operator's declaration, exact message kept.
+        before = tree_digest(root)
+        with pytest.raises(NexusError) as refused:
+            _act(root, situation, {**RECONCILE, "outcome": "failed"})
+        assert refused.value.message == (
+            "Nexus: The original child may still be alive; inspect its effects before stopped-owner reconciliation."
+        )
+        assert tree_digest(root) == before
+    finally:
+        os.killpg(supervisor.pid, signal.SIGKILL)
+    _wait_for(lambda: not _alive(child))
+    situation = _kinds(root, now_ms() + 60_000)["process-heartbeat-stale"]
+    _act(root, situation, {**RECONCILE, "outcome": "failed", "retry_safe": True})
+    assert latest(root, "p")["execution"] == "failed"
+
+
+def _alive(pid: int) -> bool:
+    from nexus_core.hostinfo import pid_alive
+
+    return pid_alive(pid)
+
+
+def test_stale_evidence_after_acceptance_lists_every_changed_file(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [task_plan("a"), task_plan("b", dependsOn=["a"])])
+    accepted(root, "a")
+    write_result(root, "a", "ok but edited\n")
+    (root / "out" / "a" / "extra.txt").write_text("new\n")
+    situation = _kinds(root)["accepted-stale"]
+    assert situation.task_id == "a" and situation.next_action is None
+    assert [c.words() for c in situation.changes] == ["added: out/a/extra.txt", "modified: out/a/result.txt"]
+    assert situation.fresh_run is not None and situation.command == situation.fresh_run.command
+    (root / "out" / "a" / "result.txt").unlink()
+    changes = _kinds(root)["accepted-stale"].changes
+    assert [c.words() for c in changes] == ["added: out/a/extra.txt", "removed: out/a/result.txt"]
+
+
+def test_stale_passed_verification_before_acceptance(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    start(root, "a")
+    write_result(root, "a")
+    record(root, "a")
+    engine.verify_task(str(root), "demo", "a")
+    write_result(root, "a", "ok changed\n")
+    situation = _kinds(root)["evidence-stale"]
+    assert situation.next_action == "reconcile" and situation.then == ["retry"]
+    assert [c.words() for c in situation.changes] == ["modified: out/a/result.txt"]
+
+
+def test_protected_resource_changed_since_create(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    (root / "checks" / "check.py").write_text("import sys\nsys.exit(0)\n")
+    situation = _kinds(root)["resource-changed"]
+    assert [c.words() for c in situation.changes] == ["modified: checks/check.py"]
+    assert situation.known[0] == "Nexus: Protected verifier or agent resource changed since the plan was created."
+    assert situation.fresh_run is not None
+
+
+def test_dead_writer_lock_then_recover_lock(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    lock_hash = write_dead_writer_lock(root)
+    situation = _kinds(root)["writer-lock-dead"]
+    assert situation.next_action == "recover-lock" and situation.lock_hash == lock_hash
+    assert any(lock_hash[:12] in line for line in situation.known)
+    assert any("pid 4194304" in line and "not running" in line for line in situation.known)
+    _act(root, situation, {"note": "owner gone", "owner_stopped": True, "confirm": lock_hash[:8]})
+    assert not (root / ".bmad-plus/nexus/writer.lock").exists()
+    assert "writer-lock-dead" not in _kinds(root)
+
+
+def test_live_writer_lock_is_not_a_situation(tmp_path: Path) -> None:
+    from nexus_core.locks import writer_lock
+
+    root = make_project(tmp_path)
+    with writer_lock(str(root)):
+        assert recovery.lock_situations(str(root)) == []
+
+
+def test_recovery_lock_left_gives_the_manual_command(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    write_dead_recovery_lock(root)
+    situation = _kinds(root)["recovery-lock-left"]
+    assert situation.next_action is None
+    assert situation.command == f"rm -- {root}/.bmad-plus/nexus/recovery.lock"
+
+
+def test_corrupt_run_file_gives_a_fresh_run_without_repairing(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    state = root / ".bmad-plus/nexus/runs/demo.json"
+    state.write_bytes(state.read_bytes()[:100])
+    before = tree_digest(root)
+    situation = _kinds(root)["run-unreadable"]
+    assert situation.run_id == "demo" and situation.next_action is None
+    assert situation.fresh_run is not None and situation.fresh_run.plan is None
+    assert any("cannot be recovered" in line for line in situation.known)
+    assert situation.fresh_run.new_run_id == "demo-fresh"
+    assert "may redo work" in situation.next_step
+    assert tree_digest(root) == before
+
+
+def test_unsafe_run_file_plan_recovered_and_the_command_works(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [task_plan("a"), process_task_plan("p", dependsOn=["a"])])
+    engine.create_run(str(root), {"id": "demo-fresh", "tasks": [task_plan("z", scope=["out/z"])]})
+    state = root / ".bmad-plus/nexus/runs/demo.json"
+    os.chmod(state, 0o666)
+    situation = _kinds(root)["run-unreadable"]
+    advice = situation.fresh_run
+    assert advice is not None and advice.plan is not None
+    assert any("group- or world-writable" in line for line in situation.known)
+    assert advice.new_run_id == "demo-fresh-2"  # demo-fresh is taken
+    assert situation.command == f"nexus create --plan {advice.plan_file} -d {root}"
+    path = recovery.save_fresh_plan(advice)
+    try:
+        with pytest.raises(FileExistsError):
+            recovery.save_fresh_plan(advice)  # never overwrites
+        result = subprocess.run(
+            [sys.executable, "-m", "nexus_core.cli", "create", "--plan", path, "-d", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+    finally:
+        os.unlink(path)
+    fresh = load_run(str(root), "demo-fresh-2")
+    assert [t["id"] for t in fresh["plan"]["tasks"]] == ["a", "p"]
+    original = recovery._plan_from_bytes(str(root), "demo")[0]
+    assert original is not None
+    assert fresh["plan"]["tasks"] == original["tasks"]  # the same plan, re-derived by create
+    assert oct(state.stat().st_mode & 0o777) == "0o666"  # nothing was repaired
+
+
+def test_failed_task_retry_paths_and_budget(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [task_plan("a", maxAttempts=1), task_plan("b", idempotent=False), task_plan("c")])
+    for task in ("a", "b", "c"):
+        start(root, task)
+        write_result(root, task, "no\n")
+        record(root, task)
+        engine.verify_task(str(root), "demo", task)
+    situations = {s.task_id: s for s in recovery.classify_project(str(root))}
+    assert situations["a"].kind == "budget-spent" and situations["a"].next_action is None
+    assert situations["a"].fresh_run is not None
+    assert situations["b"].kind == "retry-needs-reconcile" and situations["b"].next_action == "reconcile"
+    assert situations["c"].kind == "retry-ready" and situations["c"].next_action == "retry"
+
+
+def test_stray_temp_files_are_reported(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    (root / ".bmad-plus/nexus/runs/demo.json.1234.tmp").write_text("{")
+    situation = _kinds(root)["stray-temp-files"]
+    assert situation.next_action is None and "demo.json.1234.tmp" in situation.known[0]
+
+
+def test_situations_for_one_task(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [task_plan("a"), task_plan("b")])
+    start(root, "a")
+    start(root, "b")
+    engine.cancel_task(str(root), "demo", "b", {"reason": "x"})
+    assert [s.task_id for s in recovery.situations_for(str(root), "demo", "b")] == ["b"]
+    assert recovery.situations_for(str(root), "demo", "a") == []
