@@ -1,0 +1,541 @@
+"""Rich text for cells, the detail pane and the status bar.
+
+Every value that comes from a run file (notes, summaries, check output, ids) goes into a
+``Text`` as plain text, never through markup: ``[red]`` in a summary shows as ``[red]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+
+from nexus_core.timeutil import parse_iso_ms
+
+from .model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow, age_text, duration_text
+
+STATE_STYLE = {
+    "accepted": "bold green",
+    "to accept": "cyan",
+    "to verify": "blue",
+    "verifying": "yellow",
+    "running": "yellow",
+    "cancelling": "magenta",
+    "blocked": "bold red",
+    "ambiguous": "bold magenta",
+    "failed": "red",
+    "cancelled": "red",
+    "rejected": "bold red",
+    NOT_STARTED: "dim",
+}
+VALUE_STYLE = {
+    "passed": "green",
+    "completed": "green",
+    "accepted": "bold green",
+    "failed": "red",
+    "rejected": "bold red",
+    "ambiguous": "magenta",
+    "running": "yellow",
+    "blocked": "bold red",
+    "cancelled": "red",
+    "pending": "dim",
+    NOT_STARTED: "dim",
+}
+GLYPH = {
+    "accepted": "✔",
+    "to accept": "◆",
+    "to verify": "◇",
+    "verifying": "⟳",
+    "running": "▶",
+    "cancelling": "⊘",
+    "blocked": "■",
+    "ambiguous": "?",
+    "failed": "✗",
+    "cancelled": "⊗",
+    "rejected": "✗",
+    NOT_STARTED: "·",
+}
+EXCERPT_LINES = 6
+EXCERPT_CHARS = 600
+
+
+def plain(value: object, style: str = "") -> Text:
+    """Untrusted text: never parsed as markup; control characters made visible."""
+    text = "" if value is None else str(value)
+    cleaned = "".join(
+        ch if ch == "\n" or ch == "\t" or (ch >= " " and ch != "\x7f") else f"\\x{ord(ch):02x}" for ch in text
+    )
+    return Text(cleaned, style=style, no_wrap=False)
+
+
+def value_cell(value: str) -> Text:
+    return Text(value, style=VALUE_STYLE.get(value, ""))
+
+
+def flag_cell(on: bool, word: str) -> Text:
+    return Text(word, style="bold red") if on else Text("—", style="dim")
+
+
+def progress_cell(view: RunView, width: int = 12) -> Text:
+    total = view.total
+    if total == 0:
+        return Text("no tasks" if view.error is None else "unreadable", style="dim")
+    bar = Text()
+    used = 0
+    for state, count in view.counts:
+        cells = round(width * count / total)
+        cells = min(cells, width - used)
+        if cells <= 0 and count:
+            continue
+        bar.append("█" * cells, style=STATE_STYLE.get(state, "") if state != NOT_STARTED else "grey35")
+        used += cells
+    if used < width:
+        bar.append("░" * (width - used), style="grey35")
+    bar.append(f" {view.count('accepted')}/{total}")
+    return bar
+
+
+def states_cell(view: RunView) -> Text:
+    text = Text()
+    for state, count in view.counts:
+        if text:
+            text.append(" ")
+        text.append(f"{GLYPH.get(state, '')}{count}", style=STATE_STYLE.get(state, ""))
+    return text
+
+
+def lock_badge(snapshot: ProjectSnapshot) -> Text:
+    if snapshot.recovery_lock.present:
+        return Text("⚿ recovery", style="bold magenta")
+    lock = snapshot.writer_lock
+    if not lock.present:
+        return Text("—", style="dim")
+    if lock.alive is False:
+        return Text("⚿ dead", style="bold red")
+    return Text("⚿ held", style="yellow")
+
+
+def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int) -> dict[str, Text]:
+    run_label = Text(view.run_id, style="bold")
+    attention = sum(count for state, count in view.counts if state in ATTENTION)
+    return {
+        "run": run_label,
+        "progress": progress_cell(view),
+        "states": states_cell(view),
+        "stale": Text(str(view.stale), style="bold red") if view.stale else Text("0", style="dim"),
+        "overdue": Text(str(view.overdue), style="bold red") if view.overdue else Text("0", style="dim"),
+        "attention": Text(str(attention), style="red") if attention else Text("0", style="dim"),
+        "lock": lock_badge(snapshot),
+        "load": Text("⚠ " + view.error, style="bold red") if view.error else Text("ok", style="green"),
+        "updated": Text(age_text(view.updated_at, now), style="dim"),
+    }
+
+
+RUN_COLUMNS = (
+    ("run", "Run"),
+    ("progress", "Accepted"),
+    ("states", "States"),
+    ("stale", "Stale"),
+    ("overdue", "Overdue"),
+    ("attention", "Attn"),
+    ("lock", "Lock"),
+    ("load", "File"),
+    ("updated", "Updated"),
+)
+
+TASK_COLUMNS = (
+    ("task", "Task"),
+    ("depends", "Depends on"),
+    ("execution", "Execution"),
+    ("verification", "Verification"),
+    ("acceptance", "Acceptance"),
+    ("attempts", "Attempts"),
+    ("stale", "Stale"),
+    ("overdue", "Overdue"),
+    ("observed", "Last observed"),
+)
+
+
+def task_cells(row: TaskRow, now: int) -> dict[str, Text]:
+    task = Text(GLYPH.get(row.state, " ") + " ", style=STATE_STYLE.get(row.state, ""))
+    task.append(plain(row.task_id, "bold" if row.state not in (NOT_STARTED,) else ""))
+    return {
+        "task": task,
+        "depends": plain(", ".join(row.depends_on) if row.depends_on else "—", "" if row.depends_on else "dim"),
+        "execution": value_cell(row.execution),
+        "verification": value_cell(row.verification),
+        "acceptance": value_cell(row.acceptance),
+        "attempts": Text(
+            f"{row.attempts_used}/{row.max_attempts}",
+            style="bold red" if row.max_attempts and row.attempts_used >= row.max_attempts else "",
+        ),
+        "stale": flag_cell(row.stale, "STALE"),
+        "overdue": flag_cell(row.overdue, "OVERDUE"),
+        "observed": Text(age_text(row.last_observed, now), style="dim"),
+    }
+
+
+def task_sort_value(row: TaskRow, column: str, plan_index: int) -> Any:
+    values: dict[str, Any] = {
+        "task": row.task_id,
+        "depends": (len(row.depends_on), row.depends_on),
+        "execution": row.execution,
+        "verification": row.verification,
+        "acceptance": row.acceptance,
+        "attempts": (row.attempts_used, row.max_attempts),
+        "stale": not row.stale,
+        "overdue": not row.overdue,
+        "observed": -(parse_iso_ms(row.last_observed) or 0),
+    }
+    return (values.get(column, plan_index), plan_index)
+
+
+def run_sort_value(view: RunView, column: str, index: int) -> Any:
+    values: dict[str, Any] = {
+        "run": view.run_id,
+        "progress": -(view.count("accepted") / view.total if view.total else 0),
+        "states": view.counts,
+        "stale": -view.stale,
+        "overdue": -view.overdue,
+        "attention": -sum(c for s, c in view.counts if s in ATTENTION),
+        "lock": 0,
+        "load": view.error is None,
+        "updated": -(parse_iso_ms(view.updated_at) or 0),
+    }
+    return (values.get(column, index), index)
+
+
+# ----------------------------------------------------------------- detail pane
+
+
+def _line(text: Text, label: str, value: Text | str, style: str = "") -> None:
+    text.append(f"{label:<14}", style="bold dim")
+    text.append(value if isinstance(value, Text) else plain(value, style))
+    text.append("\n")
+
+
+def _when(iso: object, now: int) -> Text:
+    if not isinstance(iso, str):
+        return Text("—", style="dim")
+    text = plain(iso)
+    text.append(f"  ({age_text(iso, now)})", style="dim")
+    return text
+
+
+def run_header(view: RunView, snapshot: ProjectSnapshot, now: int) -> Text:
+    text = Text()
+    text.append("Run ", style="bold")
+    text.append(plain(view.run_id, "bold"))
+    text.append("\n")
+    if view.error:
+        text.append("⚠ state file failed to load: ", style="bold red")
+        text.append(plain(view.error, "red"))
+        text.append("\n  showing the last good view; nothing was repaired.\n" if view.inspection else "\n", style="red")
+    if view.inspection:
+        _line(text, "sequence", str(view.sequence))
+        _line(text, "updated", _when(view.updated_at, now))
+        _line(text, "tasks", states_cell(view))
+    root = snapshot.root or snapshot.directory
+    _line(text, "state file", f"{root}/{view.state_path}")
+    return text
+
+
+@dataclass
+class Node:
+    label: Text
+    children: list[Node] = field(default_factory=list)
+    expand: bool = False
+
+    def add(self, label: Text, expand: bool = False) -> Node:
+        node = Node(label, expand=expand)
+        self.children.append(node)
+        return node
+
+
+def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node], Text] | None:
+    """(header, attempt nodes, verification text) for one task, from the core's inspection."""
+    inspection = view.inspection
+    if not inspection:
+        return None
+    task = next((t for t in inspection["tasks"] if t["id"] == task_id), None)
+    if task is None:
+        return None
+    definition: dict[str, Any] = next((d for d in inspection["plan"]["tasks"] if d.get("id") == task_id), {})
+    observation: dict[str, Any] = next((o for o in inspection.get("observations") or [] if o["taskId"] == task_id), {})
+    row = next((r for r in view.rows if r.task_id == task_id), None)
+    header = Text()
+    state = row.state if row else "?"
+    header.append(f"{GLYPH.get(state, '')} ", style=STATE_STYLE.get(state, ""))
+    header.append(plain(task_id, "bold"))
+    header.append(f"  {state}", style=STATE_STYLE.get(state, ""))
+    header.append("\n")
+    if view.error:
+        header.append("⚠ state file failed to load: ", style="bold red")
+        header.append(plain(view.error, "red"))
+        header.append("\n  (last good view shown)\n", style="red")
+    header.append(plain(definition.get("objective", ""), "italic"))
+    header.append("\n")
+    _line(header, "depends on", ", ".join(definition.get("dependsOn") or []) or "—")
+    _line(header, "scope", ", ".join(definition.get("scope") or []) or "—")
+    _line(header, "artifacts", ", ".join(definition.get("artifacts") or []) or "—")
+    if definition.get("execution"):
+        execution = definition["execution"]
+        _line(
+            header,
+            "process",
+            f"{execution.get('adapter')}: {' '.join([execution.get('command', ''), *execution.get('args', [])])}",
+        )
+    _line(header, "acceptance", value_cell(task["integration"]))
+    if task.get("acceptedAt"):
+        _line(header, "accepted at", _when(task["acceptedAt"], now))
+    if observation.get("stale"):
+        header.append("STALE ", style="bold red")
+        header.append(plain(observation.get("staleReason"), "red"))
+        header.append("\n")
+    if observation.get("overdue"):
+        header.append("OVERDUE ", style="bold red")
+        attempt = task["attempts"][-1] if task["attempts"] else {}
+        header.append(plain(f"deadline {attempt.get('deadline')} ({age_text(attempt.get('deadline'), now)})", "red"))
+        header.append("\n")
+    if observation and not observation.get("resourcesCurrent", True):
+        header.append("resources changed since create\n", style="red")
+    process = observation.get("process")
+    if process:
+        beat = Text()
+        beat.append(plain(process.get("status")))
+        beat.append(" · heartbeat ")
+        beat.append(_when(process.get("lastHeartbeat"), now))
+        if process.get("heartbeatStale"):
+            beat.append(" STALE", style="bold red")
+        if process.get("childPid") is not None:
+            beat.append(f" · child pid {process['childPid']}")
+        if process.get("receiptReady"):
+            beat.append(" · receipt ready to collect", style="bold cyan")
+        _line(header, "process", beat)
+    header.append("hint ", style="bold cyan")
+    header.append(plain(observation.get("hint", ""), "cyan"))
+    header.append("\n")
+
+    nodes = [attempt_node(attempt, index, len(task["attempts"]), now) for index, attempt in enumerate(task["attempts"])]
+    verification = Text()
+    if task["attempts"]:
+        verification = verification_text(task["attempts"][-1], now)
+    return header, nodes, verification
+
+
+def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> Node:
+    label = Text(f"#{index + 1} ", style="bold")
+    label.append(plain(str(attempt.get("id"))[:8], "bold"))
+    label.append(" ")
+    label.append(value_cell(str(attempt.get("execution"))))
+    label.append(" · verification ")
+    label.append(value_cell(str((attempt.get("verification") or {}).get("status"))))
+    node = Node(label, expand=index == count - 1)
+    backend = attempt.get("backend") or {}
+    backend_text = plain(f"{backend.get('kind')} {backend.get('id')} / {backend.get('sessionId')}")
+    if backend.get("kind") == "process":
+        backend_text.append(plain(f"  supervisor pid {backend.get('ownerPid')}@{backend.get('hostname')}", "dim"))
+    node.add(Text("backend ", style="bold dim") + backend_text)
+    node.add(Text("attempt id ", style="bold dim") + plain(attempt.get("id")))
+    if attempt.get("parentAttemptId"):
+        node.add(Text("retry of ", style="bold dim") + plain(attempt["parentAttemptId"]))
+    times = node.add(Text("times", style="bold dim"))
+    for key in ("startedAt", "observedAt", "endedAt", "deadline"):
+        times.add(Text(f"{key:<11}", style="dim") + _when(attempt.get(key), now))
+    observations = attempt.get("observations") or []
+    obs_node = node.add(Text(f"observations ({len(observations)})", style="bold dim"), expand=True)
+    for entry in observations:
+        line = plain(entry.get("at"), "dim")
+        line.append(" ")
+        line.append(value_cell(str(entry.get("outcome"))))
+        if entry.get("exitCode") is not None:
+            line.append(f" exit {entry['exitCode']}")
+        line.append(" · ")
+        line.append(plain(entry.get("evidenceClass"), "dim"))
+        child = obs_node.add(line, expand=True)
+        child.add(plain(entry.get("summary")))
+    reconciliations = attempt.get("reconciliations") or []
+    if reconciliations:
+        rec_node = node.add(Text(f"reconciliations ({len(reconciliations)})", style="bold dim"), expand=True)
+        for entry in reconciliations:
+            line = plain(entry.get("at"), "dim")
+            line.append(" ")
+            line.append(value_cell(str(entry.get("outcome"))))
+            line.append(f" · ownerStopped {entry.get('ownerStopped')} · retrySafe {entry.get('retrySafe')}")
+            child = rec_node.add(line, expand=True)
+            child.add(plain(entry.get("summary")))
+    cancellation = attempt.get("cancellation") or {}
+    if cancellation.get("status") not in (None, "none"):
+        label_text = Text("cancellation ", style="bold dim")
+        label_text.append(plain(cancellation.get("status"), "magenta"))
+        cancel_node = node.add(label_text, expand=True)
+        for key in ("requestedAt", "reason", "termination", "reconciledAt", "resolvedOutcome"):
+            if key in cancellation:
+                cancel_node.add(Text(f"{key:<15}", style="dim") + plain(cancellation[key]))
+    if attempt.get("blockedRequest"):
+        node.add(Text("blocked request ", style="bold red") + plain(attempt["blockedRequest"]))
+    process = attempt.get("process")
+    if isinstance(process, dict):
+        proc_label = Text("process ", style="bold dim")
+        proc_label.append(plain(process.get("status")))
+        proc = node.add(proc_label, expand=True)
+        proc.add(Text("heartbeat   ", style="dim") + _when(process.get("heartbeatAt"), now))
+        proc.add(Text("child pid   ", style="dim") + plain(process.get("childPid")))
+        proc.add(Text("collected   ", style="dim") + _when(process.get("collectedAt"), now))
+        receipt = process.get("receipt")
+        if isinstance(receipt, dict):
+            line = Text("receipt     ", style="dim")
+            line.append(value_cell(str(receipt.get("outcome"))))
+            line.append(
+                plain(f" exit {receipt.get('exitCode')} signal {receipt.get('signal')} reason {receipt.get('reason')}")
+            )
+            proc.add(line)
+    history = attempt.get("verificationHistory") or []
+    if history:
+        hist = node.add(Text(f"verification history ({len(history)})", style="bold dim"), expand=True)
+        for entry in history:
+            line = value_cell(str(entry.get("status")))
+            line.append(plain(f"  {entry.get('startedAt')} → {entry.get('endedAt') or '—'}", "dim"))
+            line.append(plain(f"  {len(entry.get('checks') or [])} check(s)", "dim"))
+            hist.add(line)
+    node.add(Text("verification rounds ", style="bold dim") + plain(attempt.get("verificationRounds")))
+    return node
+
+
+def _excerpt(output: object) -> Text:
+    if not isinstance(output, str) or not output.strip():
+        return Text("")
+    lines = output.rstrip("\n").split("\n")
+    shown = "\n".join(lines[-EXCERPT_LINES:])
+    if len(shown) > EXCERPT_CHARS:
+        shown = "…" + shown[-EXCERPT_CHARS:]
+    elif len(lines) > EXCERPT_LINES:
+        shown = "…\n" + shown
+    return plain(shown)
+
+
+def verification_text(attempt: dict[str, Any], now: int) -> Text:
+    verification = attempt.get("verification") or {}
+    text = Text("Latest verification  ", style="bold")
+    text.append(value_cell(str(verification.get("status"))))
+    if verification.get("startedAt"):
+        text.append(plain(f"  round {attempt.get('verificationRounds')}", "dim"))
+    text.append("\n")
+    if verification.get("startedAt"):
+        _line(text, "started", _when(verification.get("startedAt"), now))
+        _line(text, "ended", _when(verification.get("endedAt"), now))
+        owner = verification.get("owner") or {}
+        _line(text, "verifier", f"pid {owner.get('pid')}@{owner.get('hostname')}")
+    if verification.get("problem"):
+        text.append("problem ", style="bold red")
+        text.append(plain(verification["problem"], "red"))
+        text.append("\n")
+    checks = verification.get("checks") or []
+    if not checks:
+        text.append("no check receipts\n", style="dim")
+    for receipt in checks:
+        text.append("● ", style="green" if receipt.get("exitCode") == 0 and not receipt.get("error") else "red")
+        text.append(plain(receipt.get("id"), "bold"))
+        text.append(f"  exit {receipt.get('exitCode')}")
+        if receipt.get("timedOut"):
+            text.append("  TIMED OUT", style="bold red")
+        else:
+            text.append("  timed out: no", style="dim")
+        started, ended = parse_iso_ms(receipt.get("startedAt")), parse_iso_ms(receipt.get("endedAt"))
+        if started is not None and ended is not None:
+            text.append(f"  {_ms(ended - started)}", style="dim")
+        if receipt.get("signal"):
+            text.append(plain(f"  signal {receipt['signal']}", "red"))
+        text.append("  ")
+        text.append(plain(receipt.get("evidenceClass"), "dim"))
+        text.append("\n")
+        if receipt.get("command"):
+            text.append("  $ ", style="dim")
+            text.append(plain(" ".join([str(receipt["command"]), *map(str, receipt.get("args") or [])]), "dim"))
+            text.append("\n")
+        if receipt.get("error"):
+            text.append("  error ", style="red")
+            text.append(plain(receipt["error"], "red"))
+            text.append("\n")
+        for stream in ("stdout", "stderr"):
+            excerpt = _excerpt(receipt.get(stream))
+            if excerpt.plain:
+                text.append(f"  {stream}:\n", style="dim")
+                for piece in excerpt.split("\n"):
+                    text.append("    ")
+                    text.append(piece)
+                    text.append("\n")
+        if receipt.get("outputTruncated"):
+            text.append("  (output truncated at 64 KiB)\n", style="dim")
+    return text
+
+
+def _ms(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms} ms"
+    return f"{ms / 1000:.1f} s" if ms < 60_000 else duration_text(ms)
+
+
+# ----------------------------------------------------------------- status bar
+
+
+def lock_text(lock: LockView, now: int) -> Text:
+    text = Text(f"{lock.name} ", style="bold")
+    if not lock.present:
+        text.append("free", style="green")
+        return text
+    text.append("HELD", style="bold yellow" if lock.alive is not False else "bold red")
+    if lock.fingerprint:
+        text.append(f" {lock.fingerprint[:12]}", style="cyan")
+    if lock.unreadable:
+        text.append(" (owner unreadable)", style="red")
+    else:
+        text.append(plain(f" pid {lock.pid}@{lock.host}"))
+        text.append(f" {age_text(lock.created_at, now)}", style="dim")
+        if lock.alive is True:
+            text.append(" owner alive", style="yellow")
+        elif lock.alive is False:
+            text.append(" owner DEAD on this host: recover-lock", style="bold red")
+        else:
+            text.append(" owner on another host (liveness unknown)", style="magenta")
+    if lock.unsafe:
+        text.append(plain(f" UNSAFE: {lock.unsafe}", "bold red"))
+    return text
+
+
+def status_text(
+    snapshot: ProjectSnapshot | None,
+    now: int,
+    following: bool,
+    read_only: bool,
+    project_label: str,
+    pending: bool = False,
+) -> Text:
+    text = Text()
+    text.append(plain(project_label, "bold"))
+    if snapshot is None:
+        text.append("  loading…", style="dim")
+        return text
+    if snapshot.error:
+        text.append("  ⚠ ", style="bold red")
+        text.append(plain(snapshot.error, "red"))
+    text.append("  │  ")
+    text.append(lock_text(snapshot.writer_lock, now))
+    text.append("  │  ")
+    text.append(lock_text(snapshot.recovery_lock, now))
+    if snapshot.stray_temp_files:
+        text.append(f"  │  {snapshot.stray_temp_files} stray temp file(s)", style="yellow")
+    text.append("\n")
+    seconds = max(0, now - snapshot.scanned_at_ms) // 1000
+    text.append(f"updated {seconds} s ago", style="dim")
+    text.append("  │  ")
+    if following:
+        text.append("● following", style="green")
+    else:
+        text.append("❚❚ paused", style="bold yellow")
+        if pending:
+            text.append(" (changes waiting)", style="yellow")
+    text.append("  │  ")
+    text.append("read-only: watching writes nothing" if read_only else "actions enabled (each asks first)", style="dim")
+    return text
