@@ -121,7 +121,9 @@ def _usage_error(message: str) -> NoReturn:
     "  nexus inspect [RUN] [--json] [-d DIR]\n"
     "  nexus recover-lock --input FILE [--json] [-d DIR]\n"
     "  nexus start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK\n"
-    "        [--input FILE] [--json] [-d DIR]",
+    "        [--input FILE] [--json] [-d DIR]\n"
+    "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
+    "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]",
 )
 @click.argument("action")
 @click.argument("run", required=False)
@@ -162,7 +164,30 @@ def _fail(message: str, as_json: bool) -> NoReturn:
     sys.exit(1)
 
 
+_VALUED_OPTIONS = ("-d", "--directory", "--plan", "--input")
+
+
+def _positional_count(words: list[str]) -> int:
+    """Positional words as commander counts them (option values are not positionals)."""
+    count = 0
+    skip_value = False
+    for word in words:
+        if skip_value:
+            skip_value = False
+        elif word in _VALUED_OPTIONS:
+            skip_value = True
+        elif not word.startswith("-") or word == "-":
+            count += 1
+    return count
+
+
 def main(argv: list[str] | None = None) -> None:
+    words = argv if argv is not None else sys.argv[1:]
+    if words and words[0] in ("wait", "loop"):
+        # Separate commands with their own options; the action grammar below stays as it is.
+        from .supervise import supervise_main
+
+        supervise_main(list(words))
     try:
         nexus.main(args=argv, prog_name="nexus", standalone_mode=False)
     except click.exceptions.NoSuchOption as error:
@@ -172,8 +197,8 @@ def main(argv: list[str] | None = None) -> None:
         _usage_error(f"missing required argument '{name}'")
     except click.exceptions.UsageError as error:
         if "unexpected extra argument" in error.message.lower():
-            count = len(argv if argv is not None else sys.argv[1:])
-            _usage_error(f"too many arguments for 'nexus'. Expected 3 arguments but got more ({count} words given).")
+            count = _positional_count(list(words))
+            _usage_error(f"too many arguments for 'nexus'. Expected 3 arguments but got {count}.")
         _usage_error(error.message.rstrip("."))
     except click.exceptions.Abort:
         sys.exit(130)
