@@ -1,0 +1,561 @@
+"""launch / collect / the process parts of inspect and reconcile (SPEC 5.7, 5.8, 6), with real
+worker processes started by the real CLI."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from process_support import (
+    cli,
+    cli_retrying,
+    codex_task,
+    command_task,
+    create,
+    identity,
+    kill_quietly,
+    latest,
+    make_project,
+    pid_alive,
+    spawn_cli,
+    state,
+    wait_for,
+    wait_running,
+)
+
+from nexus_core import canonical, observe, timeutil
+from nexus_core.checks import check_environment
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+def receipt_of(attempt: dict[str, Any]) -> dict[str, Any]:
+    return attempt["process"]["receipt"]  # type: ignore[no-any-return]
+
+
+def launched(root: Path, run_id: str, task_id: str, *args: str) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    code, result, err = cli(root, "launch", run_id, task_id, *args)
+    assert isinstance(result, dict) and "tasks" in result, (result, err)
+    attempt = latest(root, run_id, task_id)
+    return code, attempt, receipt_of(attempt)
+
+
+# ----------------------------------------------------------------- the command adapter
+
+
+def test_completed_launch_collect_verify_accept(project: Path) -> None:
+    create(project, "r", [command_task("t", "ok")])
+    code, attempt, receipt = launched(project, "r", "t")
+    assert code == 0
+    process = attempt["process"]
+    assert list(process) == [
+        "status",
+        "owner",
+        "childPid",
+        "heartbeatAt",
+        "collectedAt",
+        "runtimeHash",
+        "receipt",
+        "receiptHash",
+    ]
+    assert process["status"] == "finished" and process["collectedAt"] is None
+    assert isinstance(process["childPid"], int) and process["childPid"] != os.getpid()
+    assert process["receiptHash"] == canonical.sha256_json(receipt)
+    assert attempt["execution"] == "running"  # until collect
+    backend = attempt["backend"]
+    assert list(backend) == ["kind", "id", "sessionId", "hostname", "ownerPid", "capabilities"]
+    assert backend["kind"] == "process" and backend["ownerPid"] != os.getpid()
+    assert process["owner"] == backend
+    assert list(receipt) == [
+        "startedAt",
+        "endedAt",
+        "exitCode",
+        "signal",
+        "error",
+        "reason",
+        "spawned",
+        "directChildExited",
+        "streamsClosed",
+        "directChildSignalled",
+        "descendantState",
+        "outcome",
+        "provider",
+        "output",
+        "schemaVersion",
+        "attemptId",
+        "backend",
+        "planHash",
+        "execution",
+        "inputSha256",
+        "inputBytes",
+        "environment",
+        "evidenceClass",
+        "independentlyVerified",
+        "resultHashes",
+    ]
+    assert receipt["outcome"] == "completed" and receipt["exitCode"] == 0 and receipt["reason"] is None
+    assert receipt["spawned"] and receipt["directChildExited"] and receipt["streamsClosed"]
+    assert not receipt["directChildSignalled"]
+    stdout = receipt["output"]["stdout"]
+    assert stdout["text"] == "worker t done\n"
+    assert base64.b64decode(stdout["base64"]) == b"worker t done\n"
+    assert stdout["sha256"] == hashlib.sha256(b"worker t done\n").hexdigest()
+    assert stdout["capturedBytes"] == stdout["observedBytes"] == 14 and stdout["complete"] is True
+    assert receipt["output"]["stderr"]["text"] == "worker t note\n"
+    # stdin: exactly the declared input file, no separator without instructions.
+    brief = (project / "briefs" / "t.md").read_bytes()
+    assert (project / "out" / "t" / "stdin.txt").read_bytes() == brief
+    assert receipt["inputSha256"] == hashlib.sha256(brief).hexdigest() and receipt["inputBytes"] == len(brief)
+    assert receipt["resultHashes"] == {
+        "out/t/result.txt": hashlib.sha256(b"ok\n").hexdigest(),
+        "out/t/stdin.txt": hashlib.sha256(brief).hexdigest(),
+    }
+    assert receipt["environment"]["policy"] == "minimal-local-v1"
+    assert receipt["environment"]["credentialValuesRecorded"] is False
+    assert receipt["planHash"] == state(project, "r")["planHash"]
+
+    # inspect before collect: receipt ready.
+    _, inspected, _ = cli(project, "inspect", "r")
+    observation = inspected["observations"][0]
+    assert observation["process"]["receiptReady"] is True
+    assert observation["process"]["status"] == "finished"
+    assert observation["hint"].startswith("An owned process receipt is ready.")
+
+    code, collected, err = cli(project, "collect", "r", "t", input_value=identity(attempt))
+    assert code == 0, (collected, err)
+    attempt = latest(project, "r", "t")
+    assert attempt["execution"] == "completed"
+    assert attempt["endedAt"] == receipt["endedAt"]
+    assert attempt["resultHashes"] == receipt["resultHashes"]
+    assert attempt["process"]["collectedAt"] == attempt["observedAt"]
+    assert attempt["observations"] == [
+        {
+            "at": attempt["observedAt"],
+            "outcome": "completed",
+            "evidenceClass": "owned-process-result",
+            "receiptHash": attempt["process"]["receiptHash"],
+            "independentlyVerified": False,
+            "summary": "Collected the exact foreground supervisor result. Verification remains separate.",
+        }
+    ]
+    assert cli(project, "verify", "r", "t")[0] == 0
+    assert cli(project, "accept", "r", "t")[0] == 0
+    assert state(project, "r")["tasks"][0]["integration"] == "accepted"
+
+
+def test_child_gets_exactly_the_execution_environment(project: Path) -> None:
+    create(project, "r", [command_task("t", "env")])
+    code, _, receipt = launched(project, "r", "t")
+    assert code == 0
+    lines = receipt["output"]["stdout"]["text"].splitlines()
+    seen = dict(line.split("=", 1) for line in lines)
+    seen.pop("PWD", None)  # set by the shell itself
+    assert seen == check_environment()["values"]
+    assert receipt["environment"]["inheritedKeys"] == sorted(check_environment()["values"])
+
+
+def test_instructions_are_delivered_with_separators(project: Path) -> None:
+    task = command_task("t", "ok", execution={"instructions": ["briefs/common.md"]})
+    create(project, "r", [task])
+    code, _, receipt = launched(project, "r", "t")
+    assert code == 0
+    expected = (
+        b"\n--- briefs/common.md ---\n"
+        + (project / "briefs" / "common.md").read_bytes()
+        + b"\n--- briefs/t.md ---\n"
+        + (project / "briefs" / "t.md").read_bytes()
+    )
+    assert (project / "out" / "t" / "stdin.txt").read_bytes() == expected
+    assert receipt["inputSha256"] == hashlib.sha256(expected).hexdigest()
+    assert receipt["execution"]["resources"] == ["briefs/t.md", "briefs/common.md", "workers/worker.sh"]
+
+
+def test_failed_exit(project: Path) -> None:
+    create(project, "r", [command_task("t", "fail")])
+    code, attempt, receipt = launched(project, "r", "t")
+    assert code == 1
+    assert receipt["outcome"] == "failed" and receipt["exitCode"] == 3 and receipt["reason"] is None
+    assert receipt["output"]["stderr"]["text"] == "worker t failed\n"
+    code, _, _ = cli(project, "collect", "r", "t", input_value=identity(attempt))
+    assert code == 1
+    attempt = latest(project, "r", "t")
+    assert attempt["execution"] == "failed" and attempt["endedAt"] == receipt["endedAt"]
+
+
+def test_blocked_exit_code(project: Path) -> None:
+    create(project, "r", [command_task("t", "blocked", execution={"blockedExitCodes": [75, 77, 75]})])
+    assert state(project, "r")["plan"]["tasks"][0]["execution"]["blockedExitCodes"] == [75, 77]
+    code, attempt, receipt = launched(project, "r", "t")
+    assert code == 1 and receipt["outcome"] == "blocked" and receipt["exitCode"] == 77
+    code, _, _ = cli(project, "collect", "r", "t", input_value=identity(attempt))
+    assert code == 1
+    attempt = latest(project, "r", "t")
+    assert attempt["execution"] == "blocked"
+    assert attempt["blockedRequest"].startswith("Executable reported a blocked operation")
+    assert attempt["endedAt"] is None
+
+
+def test_deadline_terminates_the_child(project: Path) -> None:
+    create(project, "r", [command_task("t", "slow", deadlineMs=1200)])
+    started = time.monotonic()
+    code, attempt, receipt = launched(project, "r", "t")
+    assert code == 1 and time.monotonic() - started < 20
+    assert receipt["reason"] == "deadline" and receipt["directChildSignalled"] is True
+    assert receipt["signal"] == "SIGTERM" and receipt["exitCode"] is None
+    assert receipt["directChildExited"] is True and receipt["outcome"] == "ambiguous"
+    assert receipt["output"]["stdout"]["complete"] is False
+    assert attempt["execution"] == "ambiguous"  # finalization of an ambiguous receipt
+    assert not pid_alive(attempt["process"]["childPid"])
+
+
+def test_child_that_ignores_sigterm_outlives_the_deadline(project: Path) -> None:
+    create(project, "r", [command_task("t", "stubborn", deadlineMs=1000)])
+    code, attempt, receipt = launched(project, "r", "t")
+    child = attempt["process"]["childPid"]
+    try:
+        assert code == 1
+        assert receipt["reason"] == "deadline" and receipt["directChildSignalled"] is True
+        assert receipt["directChildExited"] is False and receipt["outcome"] == "ambiguous"
+        assert pid_alive(child), "no SIGKILL escalation: the child outlives its supervisor"
+        reconcile = {**identity(attempt), "outcome": "failed", "ownerStopped": True, "summary": "Stopped by hand."}
+        code, result, _ = cli(project, "reconcile", "r", "t", input_value=reconcile)
+        assert code == 1
+        assert result["error"] == (
+            "Nexus: The original child may still be alive; inspect its effects before stopped-owner reconciliation."
+        )
+    finally:
+        kill_quietly(child)
+    wait_for(lambda: not pid_alive(child), what="the child to stop")
+    code, result, _ = cli(project, "reconcile", "r", "t", input_value=reconcile)
+    assert code == 0, result
+
+
+def test_output_beyond_the_limit(project: Path) -> None:
+    create(project, "r", [command_task("t", "loud", execution={"outputLimitBytes": 1024})])
+    code, _, receipt = launched(project, "r", "t")
+    assert code == 1
+    stdout = receipt["output"]["stdout"]
+    assert stdout["capturedBytes"] == 1024 and len(base64.b64decode(stdout["base64"])) == 1024
+    assert stdout["observedBytes"] > 1024 and stdout["complete"] is False
+    assert receipt["reason"] == "output-limit" and receipt["outcome"] == "ambiguous"
+
+
+def test_launch_refusals(project: Path) -> None:
+    create(project, "r", [command_task("t", "ok")])
+    engine_host = {"attemptId": "x"}
+    code, result, _ = cli(project, "launch", "r", "t", input_value={"retry": "yes"})
+    assert code == 1 and result["error"] == (
+        "Nexus: launch accepts only an optional boolean retry; executable settings belong in the plan."
+    )
+    code, result, _ = cli(project, "launch", "r", "t", input_value={"retry": False, **engine_host})
+    assert "launch accepts only" in result["error"]
+    code, result, _ = cli(project, "launch", "r", "nope")
+    assert result["error"] == "Nexus: launch needs a plan with an explicit execution contract."
+    before = (project / ".bmad-plus" / "nexus" / "runs" / "r.json").read_bytes()
+    code, result, _ = cli(
+        project, "start", "r", "t", input_value={"backend": {"kind": "host", "id": "a", "sessionId": "b"}}
+    )
+    assert result["error"] == "Nexus: Executable plans use launch; start requires a host-owned plan and host identity."
+    assert (project / ".bmad-plus" / "nexus" / "runs" / "r.json").read_bytes() == before
+
+
+def test_retry_up_to_max_attempts(project: Path) -> None:
+    create(project, "r", [command_task("t", "flaky", idempotent=True, maxAttempts=2)])
+    code, first, _ = launched(project, "r", "t")
+    assert code == 1
+    assert cli(project, "collect", "r", "t", input_value=identity(first))[0] == 1
+    code, result, _ = cli(project, "launch", "r", "t")
+    assert result["error"] == "Nexus: Task already has an attempt; inspect or explicitly retry."
+    code, second, receipt = launched(project, "r", "t", "--input", str(write_json(project, {"retry": True})))
+    assert code == 0 and receipt["outcome"] == "completed"
+    assert second["parentAttemptId"] == first["id"] and second["backend"]["id"] != first["backend"]["id"]
+    assert cli(project, "collect", "r", "t", input_value=identity(second))[0] == 0
+    # A failed verification of the second attempt could retry, but the budget is spent.
+    (project / "out" / "t" / "result.txt").write_text("bad\n")
+    reconcile = {**identity(second), "outcome": "failed", "ownerStopped": True, "summary": "Result was wrong."}
+    assert cli(project, "reconcile", "r", "t", input_value=reconcile)[0] == 0
+    code, result, _ = cli(project, "launch", "r", "t", input_value={"retry": True})
+    assert result["error"] == "Nexus: Retry limit reached."
+
+
+def write_json(root: Path, value: Any) -> Path:
+    path = root.parent / f"value-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps(value))
+    return path
+
+
+# ----------------------------------------------------------------- another client while launch runs
+
+
+def test_cancel_from_another_client_terminates_the_child(project: Path) -> None:
+    create(project, "r", [command_task("t", "slow")])
+    supervisor = spawn_cli(project, "launch", "r", "t")
+    try:
+        attempt = wait_running(project, "r", "t")
+        child = attempt["process"]["childPid"]
+        assert pid_alive(child)
+        reconcile = {**identity(attempt), "outcome": "cancelled", "ownerStopped": True, "summary": "stop"}
+        code, result, _ = cli_retrying(project, "reconcile", "r", "t", input_value=reconcile)
+        assert result["error"] == (
+            "Nexus: Process supervisor may still be alive; request cancellation and inspect its actual operation."
+        )
+        cancel = {**identity(attempt), "reason": "The release was postponed."}
+        code, result, err = cli_retrying(project, "cancel", "r", "t", input_value=cancel)
+        assert code == 0, (result, err)
+        _out, err = supervisor.communicate(timeout=20)
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+    assert supervisor.returncode == 1, err
+    attempt = latest(project, "r", "t")
+    receipt = receipt_of(attempt)
+    assert receipt["reason"] == "cancellation-requested" and receipt["directChildSignalled"] is True
+    assert receipt["directChildExited"] is True and receipt["outcome"] == "ambiguous"
+    assert attempt["execution"] == "ambiguous"
+    assert attempt["cancellation"]["termination"] == "direct-child-exited-descendants-unobserved"
+    assert attempt["cancellation"]["processesSignalled"] == [child]
+    assert not pid_alive(child)
+    code, result, _ = cli(project, "collect", "r", "t", input_value=identity(attempt))
+    assert code == 1
+    assert latest(project, "r", "t")["execution"] == "ambiguous"
+
+
+def test_supervisor_killed_mid_run(project: Path) -> None:
+    create(project, "r", [command_task("t", "slow")])
+    supervisor = spawn_cli(project, "launch", "r", "t")
+    attempt = wait_running(project, "r", "t")
+    child = attempt["process"]["childPid"]
+    try:
+        fresh = observe.inspect_run(str(project), "r")["observations"][0]["process"]
+        assert fresh["heartbeatStale"] is False and fresh["childPid"] == child
+        supervisor.send_signal(signal.SIGKILL)
+        supervisor.communicate(timeout=10)
+        assert pid_alive(child), "killing the supervisor does not kill the child"
+        later = time.time() + 6
+        timeutil.set_clock(lambda: later)
+        observation = observe.inspect_run(str(project), "r")["observations"][0]
+        timeutil.set_clock(None)
+        process = observation["process"]
+        assert process["heartbeatStale"] is True and process["status"] == "running"
+        assert process["receiptReady"] is False and process["supervisor"] == attempt["backend"]
+        assert observation["hint"].startswith("Inspect this exact backend and attempt.")
+        code, result, _ = cli(project, "collect", "r", "t", input_value=identity(attempt))
+        assert result["error"] == "Nexus: Process receipt is not ready; inspect the original owner."
+        reconcile = {**identity(attempt), "outcome": "failed", "ownerStopped": True, "summary": "Supervisor died."}
+        code, result, _ = cli(project, "reconcile", "r", "t", input_value=reconcile)
+        assert result["error"] == (
+            "Nexus: The original child may still be alive; inspect its effects before stopped-owner reconciliation."
+        )
+    finally:
+        kill_quietly(child)
+    wait_for(lambda: not pid_alive(child), what="the orphaned child to stop")
+    code, result, _ = cli(project, "reconcile", "r", "t", input_value=reconcile)
+    assert code == 0, result
+    task = state(project, "r")["tasks"][0]
+    assert len(task["attempts"]) == 1, "never relaunched automatically"
+    assert task["attempts"][0]["execution"] == "failed"
+    code, result, _ = cli(project, "collect", "r", "t", input_value=identity(attempt))
+    assert result["error"] == "Nexus: Process receipt is not ready; inspect the original owner."
+
+
+# ----------------------------------------------------------------- collect refusals
+
+
+def rewrite_state(root: Path, run_id: str, change: Any) -> None:
+    path = root / ".bmad-plus" / "nexus" / "runs" / f"{run_id}.json"
+    envelope = canonical.parse(path.read_text(encoding="utf-8"))
+    change(envelope["run"])
+    envelope["sha256"] = canonical.sha256_json(envelope["run"])
+    path.write_text(canonical.pretty(envelope) + "\n", encoding="utf-8")
+
+
+def test_collect_refusals(project: Path) -> None:
+    host = {"kind": "host", "id": "me", "sessionId": "s"}
+    host_task = command_task("h", "ok")
+    del host_task["execution"]
+    create(project, "r", [command_task("a", "ok"), command_task("b", "ok"), command_task("c", "ok"), host_task])
+    _, attempt, _ = launched(project, "r", "a")
+    ident = identity(attempt)
+
+    def refused(task: str, value: Any) -> str:
+        code, result, _ = cli(project, "collect", "r", task, input_value=value)
+        assert code == 1, result
+        return str(result["error"])
+
+    assert refused("a", {**ident, "attemptId": "0" * 8}) == "Nexus: Stale or missing attempt identity."
+    foreign = {**ident, "backend": {**ident["backend"], "sessionId": "someone-else"}}
+    assert refused("a", foreign) == "Nexus: Backend handle/session does not own this attempt."
+    assert refused("a", {**ident, "backend": {**ident["backend"], "ownerPid": 0}}) == (
+        "Nexus: Process backend needs its actual supervisor PID."
+    )
+    # A receipt whose bytes no longer match its hash.
+    path = project / ".bmad-plus" / "nexus" / "runs" / "r.json"
+    original = path.read_bytes()
+    rewrite_state(project, "r", lambda run: run["tasks"][0]["attempts"][0]["process"]["receipt"].update(exitCode=5))
+    assert refused("a", ident) == "Nexus: Foreign or corrupt process receipt."
+    path.write_bytes(original)
+    # A result changed after the receipt.
+    (project / "out" / "a" / "result.txt").write_text("changed\n")
+    assert refused("a", ident) == (
+        "Nexus: Process result changed before collection; reconcile and create a fresh attempt."
+    )
+    (project / "out" / "a" / "result.txt").write_text("ok\n")
+    assert cli(project, "collect", "r", "a", input_value=ident)[0] == 0
+    assert refused("a", ident) == "Nexus: This process receipt was already collected."
+
+    # A completed receipt with a cancellation recorded afterwards is ambiguous.
+    _, b_attempt, _ = launched(project, "r", "b")
+    cancel = {**identity(b_attempt), "reason": "Too late."}
+    assert cli(project, "cancel", "r", "b", input_value=cancel)[0] == 0
+    assert refused("b", identity(b_attempt)) == "Nexus: Ambiguous execution cannot be collected as completed."
+
+    # A reconciled attempt cannot take a late receipt.
+    _, c_attempt, _ = launched(project, "r", "c")
+    reconcile = {**identity(c_attempt), "outcome": "failed", "ownerStopped": True, "summary": "Rejected by hand."}
+    assert cli(project, "reconcile", "r", "c", input_value=reconcile)[0] == 0
+    assert refused("c", identity(c_attempt)) == (
+        "Nexus: A reconciled attempt cannot be overwritten by a late process receipt."
+    )
+
+    # A host attempt has no process receipt.
+    assert cli(project, "start", "r", "h", input_value={"backend": host})[0] == 0
+    h_attempt = latest(project, "r", "h")
+    assert refused("h", {"attemptId": h_attempt["id"], "backend": host}) == (
+        "Nexus: collect requires an owned process attempt."
+    )
+    before = path.read_bytes()
+    refused("a", ident)
+    assert path.read_bytes() == before
+
+
+# ----------------------------------------------------------------- the codex-exec adapter
+
+
+def test_codex_exec_completed(project: Path) -> None:
+    task = codex_task(
+        "cx", "completed", sandbox="workspace-write", model="gpt-test.1", instructions=["briefs/common.md"]
+    )
+    create(project, "r", [task])
+    stored = state(project, "r")["plan"]["tasks"][0]["execution"]
+    assert stored["args"] == [
+        "-a",
+        "never",
+        "exec",
+        "--json",
+        "--color",
+        "never",
+        "--sandbox",
+        "workspace-write",
+        "--skip-git-repo-check",
+        "--ignore-user-config",
+        "--model",
+        "gpt-test.1",
+        "-",
+    ]
+    assert stored["blockedExitCodes"] == [] and list(stored)[-2:] == ["sandbox", "model"]
+    code, attempt, receipt = launched(project, "r", "cx")
+    assert code == 0, receipt
+    assert receipt["outcome"] == "completed"
+    assert receipt["provider"] == {
+        "threadId": "thread-1",
+        "completed": True,
+        "failed": False,
+        "usage": {"output_tokens": 7, "input_tokens": 120, "cached_input_tokens": 64},
+        "concreteModel": None,
+        "monetaryCost": None,
+    }
+    assert list(receipt["provider"]["usage"]) == ["output_tokens", "input_tokens", "cached_input_tokens"]
+    environment = receipt["environment"]
+    assert environment["policy"] == "local-codex-auth-paths-v1"
+    assert ("HOME" in environment["inheritedKeys"]) == ("HOME" in os.environ)
+    if "HOME" in os.environ:
+        assert f"home={os.environ['HOME']} " in receipt["output"]["stderr"]["text"]
+    assert "args=-a never exec --json" in receipt["output"]["stderr"]["text"]
+    assert cli(project, "collect", "r", "cx", input_value=identity(attempt))[0] == 0
+    assert cli(project, "verify", "r", "cx")[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("scenario", "outcome", "provider_problem", "completed", "failed"),
+    [
+        ("approval", "blocked", None, False, True),
+        ("turn-failed", "failed", None, False, True),
+        ("garbage", "failed", "Invalid Codex JSONL.", None, None),
+        ("array", "failed", "Invalid Codex event object.", None, None),
+        ("no-turn", "failed", None, False, False),
+        ("no-thread", "failed", None, True, False),
+    ],
+)
+def test_codex_exec_outcomes(
+    project: Path, scenario: str, outcome: str, provider_problem: str | None, completed: Any, failed: Any
+) -> None:
+    create(project, "r", [codex_task("c1", scenario)])
+    code, attempt, receipt = launched(project, "r", "c1")
+    assert code == 1
+    assert receipt["outcome"] == outcome
+    if provider_problem:
+        assert receipt["provider"] == {"problem": provider_problem}
+    else:
+        assert receipt["provider"]["completed"] is completed and receipt["provider"]["failed"] is failed
+    cli(project, "collect", "r", "c1", input_value=identity(attempt))
+    assert latest(project, "r", "c1")["execution"] == outcome
+
+
+# ----------------------------------------------------------------- the reference-written process fixture
+
+
+def test_reference_process_fixture_through_our_inspect_and_collect(tmp_path: Path) -> None:
+    from fixture_tools import capture_time_ms, recorded_output, relocate, substitute_root
+
+    root = relocate("process", tmp_path)
+    captured = capture_time_ms("process", "inspect-proc.json")
+    timeutil.set_clock(lambda: captured / 1000)
+    ours = observe.inspect_run(str(root), "proc")
+    timeutil.set_clock(None)
+    reference = substitute_root(
+        json.loads(recorded_output("process", "inspect-proc.json")), "/home/operator/projects/process", str(root)
+    )
+    for mine, theirs in zip(ours["observations"], reference["observations"], strict=True):
+        if mine["taskId"] == "p-codex":
+            continue  # its plan names the reference machine's fake-codex path
+        assert mine.get("process") == theirs.get("process"), mine["taskId"]
+        assert mine["hint"] == theirs["hint"], mine["taskId"]
+    # Our collect accepts the reference's checksummed receipt of p-ready...
+    run = state(root, "proc")
+    ready = next(t for t in run["tasks"] if t["id"] == "p-ready")["attempts"][-1]
+    code, result, err = cli(root, "collect", "proc", "p-ready", input_value=identity(ready))
+    assert code == 0, (result, err)
+    assert latest(root, "proc", "p-ready")["execution"] == "completed"
+    assert cli(root, "verify", "proc", "p-ready")[0] == 0
+    # ...and the crashed launch (status starting, supervisor gone) has nothing to collect, but
+    # can be reconciled since its supervisor is not alive.
+    crashed = next(t for t in run["tasks"] if t["id"] == "p-crashed")["attempts"][-1]
+    code, result, _ = cli(root, "collect", "proc", "p-crashed", input_value=identity(crashed))
+    assert result["error"] == "Nexus: Process receipt is not ready; inspect the original owner."
+    if not pid_alive(crashed["backend"]["ownerPid"]):
+        reconcile = {**identity(crashed), "outcome": "cancelled", "ownerStopped": True, "summary": "Never spawned."}
+        code, result, _ = cli(root, "reconcile", "proc", "p-crashed", input_value=reconcile)
+        assert code == 0, result
+
+
+def test_launch_json_error_shape_for_a_missing_run(project: Path) -> None:
+    done = subprocess.run(
+        [*__import__("process_support").CLI, "launch", "nope", "t", "--json", "-d", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    error = json.loads(done.stdout)
+    assert error["status"] == "error" and error["schemaVersion"] == 1
