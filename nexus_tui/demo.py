@@ -1,0 +1,438 @@
+"""A demo project built by driving the real core: real plans, real checks that run.
+
+:func:`build_demo` is shared by ``nexus-tui --demo``, the tests, the screenshot script and the
+benchmarks. With ``seed`` and ``start`` it is deterministic (same ids, same times), which is
+what snapshots need. Only the final ``writer.lock`` is written by hand, byte for byte the way
+``nexus_core.locks`` publishes one, with a pid that cannot be alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import tempfile
+import textwrap
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexus_core import canonical, engine, timeutil
+from nexus_core.hostinfo import hostname as this_hostname
+from nexus_core.locks import WRITER_LOCK
+from nexus_core.store import load_run, make_dirs
+
+# Linux's PID_MAX_LIMIT: no process can have this pid, so a liveness probe always says dead.
+DEAD_PID = 4194304
+# 2026-11-30T09:00:00Z: the fixed start of the deterministic demo.
+FIXED_START = 1796029200.0
+HOST = {"kind": "host", "id": "claude-code", "sessionId": "session-1"}
+HOST_RETRY = {"kind": "host", "id": "claude-code", "sessionId": "session-2"}
+
+
+class SteppingClock:
+    """A clock that moves forward a little on every reading (so durations are not all zero)."""
+
+    def __init__(self, start: float, step: float = 0.137) -> None:
+        self.now = start
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class DemoInfo:
+    directory: str
+    runs: list[str]
+    finished_at: float  # clock value when the build ended (seconds since the epoch)
+    process_task: bool  # whether the process task could be launched with this core
+    notes: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _identity(identity: tuple[int, str] | None) -> Iterator[None]:
+    """Pretend to be process ``pid`` on ``host`` while recording (snapshots must not depend on
+    the machine). Only the engine's own view of itself is patched."""
+    if identity is None:
+        yield
+        return
+    patched: Any = engine
+    saved = patched.pid, patched.hostname
+    patched.pid, patched.hostname = (lambda: identity[0]), (lambda: identity[1])
+    try:
+        yield
+    finally:
+        patched.pid, patched.hostname = saved
+
+
+@contextlib.contextmanager
+def _seeded_uuids(seed: int | None) -> Iterator[None]:
+    if seed is None:
+        yield
+        return
+    rng = random.Random(seed)
+    original = uuid.uuid4
+
+    def fake() -> uuid.UUID:
+        return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+    uuid.uuid4 = fake
+    try:
+        yield
+    finally:
+        uuid.uuid4 = original
+
+
+def _write(root: str, rel: str, text: str, mode: int = 0o644) -> None:
+    path = os.path.join(root, rel)
+    make_dirs(os.path.dirname(path))
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, mode)
+
+
+CONTENT_CHECK = textwrap.dedent(
+    """\
+    import sys
+
+    path, needle = sys.argv[1], sys.argv[2]
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as error:
+        print(f"cannot read {path}: {error.strerror}", file=sys.stderr)
+        sys.exit(2)
+    lines = text.splitlines()
+    print(f"checked {path}: {len(lines)} line(s)")
+    if needle not in text:
+        print(f"expected {needle!r} in {path}", file=sys.stderr)
+        print(f"first line was: {lines[0] if lines else '(empty)'}", file=sys.stderr)
+        sys.exit(1)
+    print(f"found {needle!r}")
+    """
+)
+LINT = textwrap.dedent(
+    """\
+    # Count lines of every file given; fail on a line containing TODO.
+    status=0
+    for file in "$@"; do
+      count=0
+      while IFS= read -r line || [ -n "$line" ]; do
+        count=$((count + 1))
+        case "$line" in *TODO*) echo "$file:$count: TODO left" >&2; status=1 ;; esac
+      done < "$file"
+      echo "$file: $count line(s) ok"
+    done
+    exit $status
+    """
+)
+WORKER = textwrap.dedent(
+    """\
+    import os, sys
+
+    target = sys.argv[1]
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    brief = sys.stdin.read().strip()
+    with open(target, "w", encoding="utf-8") as handle:
+        handle.write("benchmark: 42 ops/s\\n")
+    print(f"wrote {target} from a brief of {len(brief)} chars")
+    """
+)
+
+
+def _task(
+    task_id: str,
+    objective: str,
+    needle: str,
+    depends: list[str] | None = None,
+    deadline_ms: int | None = None,
+    lint: bool = True,
+    max_attempts: int = 2,
+) -> dict[str, Any]:
+    artifact = f"out/{task_id}/{task_id}.txt"
+    checks: list[dict[str, Any]] = [
+        {"id": "content", "command": "python", "args": ["checks/content.py", artifact, needle], "timeoutMs": 20000},
+    ]
+    if lint:
+        checks.append({"id": "lint", "command": "/bin/sh", "args": ["checks/lint.sh", artifact], "timeoutMs": 20000})
+    task: dict[str, Any] = {
+        "id": task_id,
+        "objective": objective,
+        "dependsOn": depends or [],
+        "scope": [f"out/{task_id}"],
+        "artifacts": [artifact],
+        "resources": ["checks/content.py", "checks/lint.sh"],
+        "checks": checks,
+        "maxAttempts": max_attempts,
+        "idempotent": True,
+    }
+    if deadline_ms is not None:
+        task["deadlineMs"] = deadline_ms
+    return task
+
+
+class _Driver:
+    """Small verbs over the real engine for one run."""
+
+    def __init__(self, root: str, run_id: str, clock: SteppingClock) -> None:
+        self.root, self.run_id, self.clock = root, run_id, clock
+
+    def attempt_id(self, task_id: str) -> str:
+        run = load_run(self.root, self.run_id)
+        return str(engine.task_of(run, task_id)["attempts"][-1]["id"])
+
+    def produce(self, task_id: str, content: str) -> None:
+        _write(self.root, f"out/{task_id}/{task_id}.txt", content)
+
+    def start(self, task_id: str, backend: dict[str, Any] = HOST) -> None:
+        engine.start_task(self.root, self.run_id, task_id, {"backend": backend})
+
+    def record(self, task_id: str, summary: str, backend: dict[str, Any] = HOST, outcome: str = "completed") -> None:
+        options: dict[str, Any] = {
+            "attemptId": self.attempt_id(task_id),
+            "backend": backend,
+            "outcome": outcome,
+            "summary": summary,
+        }
+        if outcome == "completed":
+            options["exitCode"] = 0
+        engine.record_attempt(self.root, self.run_id, task_id, options)
+
+    def verify(self, task_id: str) -> None:
+        engine.verify_task(self.root, self.run_id, task_id)
+
+    def accept(self, task_id: str) -> None:
+        engine.accept_task(self.root, self.run_id, task_id)
+
+    def work(self, task_id: str, content: str, summary: str, minutes: float = 4) -> None:
+        """start, produce the artifact, record completed."""
+        self.start(task_id)
+        self.clock.advance(minutes * 60)
+        self.produce(task_id, content)
+        self.record(task_id, summary)
+
+    def deliver(self, task_id: str, content: str, summary: str, accept: bool = True) -> None:
+        self.work(task_id, content, summary)
+        self.clock.advance(30)
+        self.verify(task_id)
+        if accept:
+            self.clock.advance(45)
+            self.accept(task_id)
+
+
+def release_plan(with_process: bool) -> dict[str, Any]:
+    tasks = [
+        _task("schema", "Write the v2 schema to out/schema/schema.txt.", "version: 2"),
+        _task("api", "Implement the API described by the schema.", "endpoints:", depends=["schema"]),
+        _task("client", "Generate the client from the API.", "client for api v2", depends=["api"]),
+        _task("release-notes", "Write the release notes once the client is in.", "## v2", depends=["client"]),
+        _task("migrate", "Write the data migration (two tries allowed).", "migrated: 1200 rows", max_attempts=3),
+        _task(
+            "backfill",
+            "Backfill the history table (deadline 20 minutes).",
+            "backfilled",
+            deadline_ms=20 * 60 * 1000,
+        ),
+        _task("cleanup", "Remove the v1 tables.", "dropped"),
+        _task("perf-notes", "Summarise the performance run.", "p95"),
+    ]
+    if with_process:
+        tasks.append(
+            {
+                "id": "bench",
+                "objective": "Run the benchmark worker as an owned process.",
+                "scope": ["out/bench"],
+                "artifacts": ["out/bench/bench.txt"],
+                "resources": ["checks/content.py"],
+                "checks": [
+                    {
+                        "id": "content",
+                        "command": "python",
+                        "args": ["checks/content.py", "out/bench/bench.txt", "ops/s"],
+                        "timeoutMs": 20000,
+                    }
+                ],
+                "execution": {
+                    "adapter": "command",
+                    "command": "python",
+                    "args": ["workers/bench.py", "out/bench/bench.txt"],
+                    "input": "briefs/bench.md",
+                    "resources": ["workers/bench.py"],
+                    "outputLimitBytes": 4096,
+                },
+            }
+        )
+    return {"id": "release", "maxParallel": 6, "config": {"target": "v2"}, "tasks": tasks}
+
+
+def _process_available() -> bool:
+    try:
+        from nexus_core import process
+
+        return hasattr(process, "interpret_output")  # the placeholder module has no supervisor
+    except Exception:
+        return False
+
+
+def _add_process_task(driver: _Driver) -> str | None:
+    """Launch, collect and verify the process task; returns why it could not, or None."""
+    try:
+        engine.launch_task(driver.root, driver.run_id, "bench", {})
+        run = load_run(driver.root, driver.run_id)
+        attempt = engine.task_of(run, "bench")["attempts"][-1]
+        engine.collect_task(
+            driver.root,
+            driver.run_id,
+            "bench",
+            {
+                "attemptId": attempt["id"],
+                "backend": {k: v for k, v in attempt["backend"].items() if k != "capabilities"},
+            },
+        )
+        driver.clock.advance(20)
+        driver.verify("bench")
+    except Exception as error:
+        return f"process task: {error}"
+    return None
+
+
+def build_demo(
+    directory: str,
+    *,
+    start: float | None = None,
+    seed: int | None = None,
+    identity: tuple[int, str] | None = None,
+    with_process: bool | None = None,
+) -> DemoInfo:
+    """Fill ``directory`` (empty or missing) with the demo project. Restores the real clock.
+
+    ``start`` (epoch seconds) and ``seed`` make times and ids deterministic; ``identity``
+    (pid, host) replaces this process's pid and host in what gets recorded and in the lock."""
+    os.makedirs(directory, exist_ok=True)
+    root = os.path.realpath(directory)
+    if start is None:
+        start = time.time() - 3 * 3600
+    clock = SteppingClock(start)
+    if with_process is None:
+        with_process = _process_available()
+    notes: list[str] = []
+    timeutil.set_clock(clock)
+    try:
+        with _seeded_uuids(seed), _identity(identity):
+            _write(root, "checks/content.py", CONTENT_CHECK)
+            _write(root, "checks/lint.sh", LINT)
+            _write(root, "workers/bench.py", WORKER)
+            _write(root, "briefs/bench.md", "Run the benchmark and write out/bench/bench.txt.\n")
+            _write(root, "docs/guide.md", "# Guide\n")
+            process_ok = _build_release(root, clock, with_process, notes)
+            _build_docs_site(root, clock)
+            _build_hotfix(root, clock)
+            clock.advance(300)
+            write_dead_writer_lock(root, identity[1] if identity else this_hostname())
+            finished = clock.now
+    finally:
+        timeutil.set_clock(None)
+    return DemoInfo(root, ["docs-site", "hotfix", "release"], finished, process_ok, notes)
+
+
+def _build_release(root: str, clock: SteppingClock, with_process: bool, notes: list[str]) -> bool:
+    engine.create_run(root, release_plan(with_process))
+    run = _Driver(root, "release", clock)
+    # A dependency chain: schema <- api <- client <- release-notes.
+    run.deliver("schema", "version: 2\ntables: 14\n", "Wrote the v2 schema (14 tables).")
+    run.deliver("api", "endpoints:\n  GET /v2/items\n  POST /v2/items\n", "Implemented 2 endpoints.")
+    run.deliver(
+        "client",
+        "client for api v2\n",
+        "Generated the client. Summary text is untrusted: [bold red]not markup[/] stays literal.",
+    )
+    # A failed verification, then a retry that passes and waits for accept.
+    run.work("migrate", "migrated: 1150 rows\n", "Migration ran; 50 rows skipped.")
+    clock.advance(20)
+    run.verify("migrate")
+    clock.advance(600)
+    engine.retry_task(root, "release", "migrate", {"backend": HOST_RETRY})
+    clock.advance(240)
+    run.produce("migrate", "migrated: 1200 rows\n")
+    run.record("migrate", "Re-ran with the skipped rows included.", backend=HOST_RETRY)
+    clock.advance(20)
+    run.verify("migrate")
+    # Waiting for verification.
+    run.work("perf-notes", "p95: 84 ms\np99: 120 ms\n", "Summarised the perf run.")
+    # A cancelled attempt awaiting reconciliation.
+    run.start("cleanup")
+    clock.advance(120)
+    engine.cancel_task(root, "release", "cleanup", {"reason": "Wrong database selected; stop before dropping tables."})
+    process_ok = False
+    if with_process:
+        problem = _add_process_task(run)
+        if problem:
+            notes.append(problem)
+        else:
+            process_ok = True
+    # Stale evidence: the accepted client artifact is edited afterwards.
+    clock.advance(900)
+    run.produce("client", "client for api v2\n// hand-edited after acceptance\n")
+    # An overdue running attempt (20 minute deadline, started long ago).
+    run.start("backfill")
+    clock.advance(3600)
+    return process_ok
+
+
+def _build_docs_site(root: str, clock: SteppingClock) -> None:
+    plan = {
+        "id": "docs-site",
+        "maxParallel": 2,
+        "config": {},
+        "tasks": [
+            _task("guide", "Write the user guide.", "# Guide v2", lint=False),
+            _task("reference", "Write the API reference.", "GET /v2/items", depends=["guide"], lint=False),
+        ],
+    }
+    engine.create_run(root, plan)
+    run = _Driver(root, "docs-site", clock)
+    run.deliver("guide", "# Guide v2\nInstall, run, inspect.\n", "Wrote the guide.")
+    run.deliver("reference", "GET /v2/items\nPOST /v2/items\n", "Wrote the reference.")
+
+
+def _build_hotfix(root: str, clock: SteppingClock) -> None:
+    plan = {
+        "id": "hotfix",
+        "maxParallel": 1,
+        "config": {},
+        "tasks": [_task("patch", "Patch the date parser.", "fixed: parse_date")],
+    }
+    engine.create_run(root, plan)
+    run = _Driver(root, "hotfix", clock)
+    run.start("patch")
+    clock.advance(200)
+    run.record("patch", "Blocked: needs the production timezone table.", outcome="blocked")
+
+
+def write_dead_writer_lock(root: str, host: str) -> str:
+    """A writer.lock as locks.py publishes it (compact owner JSON, 0600, no newline), owned by a
+    pid that cannot be alive: what a killed mutation leaves behind."""
+    owner = {"token": str(uuid.uuid4()), "pid": DEAD_PID, "hostname": host, "createdAt": timeutil.now_iso()}
+    path = os.path.join(root, WRITER_LOCK)
+    make_dirs(os.path.dirname(path))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, canonical.compact(owner).encode("utf-8"))
+    finally:
+        os.close(fd)
+    return path
+
+
+def build_demo_in_temp(progress: Callable[[str], None] | None = None) -> str:
+    directory = tempfile.mkdtemp(prefix="nexus-demo-")
+    info = build_demo(directory)
+    if progress:
+        for note in info.notes:
+            progress(note)
+    return info.directory
