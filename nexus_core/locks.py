@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -119,16 +120,27 @@ def recovery_lock(root: str) -> Iterator[None]:
 
 
 def lock_snapshot(root: str, rel: str) -> dict[str, Any] | None:
-    path = safe_target(root, rel)
+    # Only the parent directories must be real: the lock itself, whatever it is, is reported.
+    safe_target(root, os.path.dirname(rel) + "/.lock-probe")
+    path = os.path.join(root, rel)
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return None
+    reason = unsafe_reason(info)
+    if not stat.S_ISREG(info.st_mode):
+        # Never opened: a symlink may point anywhere and a FIFO would block. The hash names
+        # this exact entry so a later look can tell it was replaced.
+        identity = f"{reason}:{info.st_mode}:{info.st_ino}:{info.st_mtime_ns}".encode()
+        if stat.S_ISLNK(info.st_mode):
+            identity += b":" + os.fsencode(os.readlink(path))
+        return {"hash": canonical.sha256_bytes(identity), "owner": None, "recovery": RECOVERY_HINT, "unsafe": reason}
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read()
     try:
         owner = canonical.parse(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
@@ -138,7 +150,6 @@ def lock_snapshot(root: str, rel: str) -> dict[str, Any] | None:
         "owner": owner,
         "recovery": RECOVERY_HINT,
     }
-    reason = unsafe_reason(info)
     if reason:
         # Not in the reference: an unsafe lock is reported, never trusted.
         snapshot["unsafe"] = reason

@@ -39,8 +39,15 @@ def run_path(run_id: object) -> str:
 
 
 def make_dirs(path: str) -> None:
-    """mkdir -p with 0700 for what we create."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    """mkdir -p with 0700 for every directory we create (``os.makedirs`` would give the
+    intermediate ones the umask's default, e.g. 0755 for .bmad-plus)."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent and parent != path:
+        make_dirs(parent)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
 
 
 def unsafe_reason(info: os.stat_result) -> str | None:
