@@ -349,7 +349,7 @@ class ProjectPane(Vertical):
             return
         detail = render.task_detail(view, self.task_id, now) if self.task_id else None
         if detail is None:
-            head.update(render.run_header(view, self.snapshot, now))
+            head.update(render.run_header(view, self.snapshot, now, getattr(self.app, "display_path", None)))
             if self._detail_key is not None:
                 tree.clear()
             verification.update("")
@@ -358,7 +358,7 @@ class ProjectPane(Vertical):
         header, nodes, verification_body = detail
         run_head = Text()
         if view.error:
-            run_head = render.run_header(view, self.snapshot, now)
+            run_head = render.run_header(view, self.snapshot, now, getattr(self.app, "display_path", None))
         head.update(run_head + header if view.error else header)
         verification.update(verification_body)
         key = (view.run_id, self.task_id, id(view.inspection))

@@ -35,12 +35,15 @@ HOST_RETRY = {"kind": "host", "id": "claude-code", "sessionId": "session-2"}
 class SteppingClock:
     """A clock that moves forward a little on every reading (so durations are not all zero)."""
 
-    def __init__(self, start: float, step: float = 0.137) -> None:
+    STEPS = (0.137, 0.291, 0.083, 0.412, 0.058, 0.176, 0.733, 0.119)
+
+    def __init__(self, start: float) -> None:
         self.now = start
-        self.step = step
+        self.readings = 0
 
     def __call__(self) -> float:
-        self.now += self.step
+        self.now += self.STEPS[self.readings % len(self.STEPS)]
+        self.readings += 1
         return self.now
 
     def advance(self, seconds: float) -> None:

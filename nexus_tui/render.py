@@ -6,6 +6,8 @@ Every value that comes from a run file (notes, summaries, check output, ids) goe
 
 from __future__ import annotations
 
+import os
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,13 +109,13 @@ def states_cell(view: RunView) -> Text:
 
 def lock_badge(snapshot: ProjectSnapshot) -> Text:
     if snapshot.recovery_lock.present:
-        return Text("⚿ recovery", style="bold magenta")
+        return Text("recovery", style="bold magenta")
     lock = snapshot.writer_lock
     if not lock.present:
         return Text("—", style="dim")
     if lock.alive is False:
-        return Text("⚿ dead", style="bold red")
-    return Text("⚿ held", style="yellow")
+        return Text("dead owner", style="bold red")
+    return Text("held", style="yellow")
 
 
 def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int) -> dict[str, Text]:
@@ -128,7 +130,7 @@ def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int) -> dict[str, T
         "attention": Text(str(attention), style="red") if attention else Text("0", style="dim"),
         "lock": lock_badge(snapshot),
         "load": Text("⚠ " + view.error, style="bold red") if view.error else Text("ok", style="green"),
-        "updated": Text(age_text(view.updated_at, now), style="dim"),
+        "updated": Text(age_text(view.updated_at, now).removesuffix(" ago"), style="dim"),
     }
 
 
@@ -148,12 +150,12 @@ TASK_COLUMNS = (
     ("task", "Task"),
     ("depends", "Depends on"),
     ("execution", "Execution"),
-    ("verification", "Verification"),
-    ("acceptance", "Acceptance"),
-    ("attempts", "Attempts"),
+    ("verification", "Verify"),
+    ("acceptance", "Accept"),
+    ("attempts", "Tries"),
     ("stale", "Stale"),
     ("overdue", "Overdue"),
-    ("observed", "Last observed"),
+    ("observed", "Observed"),
 )
 
 
@@ -172,7 +174,7 @@ def task_cells(row: TaskRow, now: int) -> dict[str, Text]:
         ),
         "stale": flag_cell(row.stale, "STALE"),
         "overdue": flag_cell(row.overdue, "OVERDUE"),
-        "observed": Text(age_text(row.last_observed, now), style="dim"),
+        "observed": Text(age_text(row.last_observed, now).removesuffix(" ago"), style="dim"),
     }
 
 
@@ -223,7 +225,7 @@ def _when(iso: object, now: int) -> Text:
     return text
 
 
-def run_header(view: RunView, snapshot: ProjectSnapshot, now: int) -> Text:
+def run_header(view: RunView, snapshot: ProjectSnapshot, now: int, display: Any = None) -> Text:
     text = Text()
     text.append("Run ", style="bold")
     text.append(plain(view.run_id, "bold"))
@@ -237,7 +239,7 @@ def run_header(view: RunView, snapshot: ProjectSnapshot, now: int) -> Text:
         _line(text, "updated", _when(view.updated_at, now))
         _line(text, "tasks", states_cell(view))
     root = snapshot.root or snapshot.directory
-    _line(text, "state file", f"{root}/{view.state_path}")
+    _line(text, "state file", (display or str)(f"{root}/{view.state_path}"))
     return text
 
 
@@ -281,11 +283,8 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
     _line(header, "artifacts", ", ".join(definition.get("artifacts") or []) or "—")
     if definition.get("execution"):
         execution = definition["execution"]
-        _line(
-            header,
-            "process",
-            f"{execution.get('adapter')}: {' '.join([execution.get('command', ''), *execution.get('args', [])])}",
-        )
+        command = os.path.basename(str(execution.get("command", "")))
+        _line(header, "worker", f"{execution.get('adapter')}: {' '.join([command, *execution.get('args', [])])}")
     _line(header, "acceptance", value_cell(task["integration"]))
     if task.get("acceptedAt"):
         _line(header, "accepted at", _when(task["acceptedAt"], now))
@@ -331,7 +330,8 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
     label.append(value_cell(str(attempt.get("execution"))))
     label.append(" · verification ")
     label.append(value_cell(str((attempt.get("verification") or {}).get("status"))))
-    node = Node(label, expand=index == count - 1)
+    node = Node(label, expand=True)
+    latest = index == count - 1
     backend = attempt.get("backend") or {}
     backend_text = plain(f"{backend.get('kind')} {backend.get('id')} / {backend.get('sessionId')}")
     if backend.get("kind") == "process":
@@ -354,7 +354,7 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
         line.append(" · ")
         line.append(plain(entry.get("evidenceClass"), "dim"))
         child = obs_node.add(line, expand=True)
-        child.add(plain(entry.get("summary")))
+        _wrapped(child, entry.get("summary"))
     reconciliations = attempt.get("reconciliations") or []
     if reconciliations:
         rec_node = node.add(Text(f"reconciliations ({len(reconciliations)})", style="bold dim"), expand=True)
@@ -364,7 +364,7 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
             line.append(value_cell(str(entry.get("outcome"))))
             line.append(f" · ownerStopped {entry.get('ownerStopped')} · retrySafe {entry.get('retrySafe')}")
             child = rec_node.add(line, expand=True)
-            child.add(plain(entry.get("summary")))
+            _wrapped(child, entry.get("summary"))
     cancellation = attempt.get("cancellation") or {}
     if cancellation.get("status") not in (None, "none"):
         label_text = Text("cancellation ", style="bold dim")
@@ -399,8 +399,37 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
             line.append(plain(f"  {entry.get('startedAt')} → {entry.get('endedAt') or '—'}", "dim"))
             line.append(plain(f"  {len(entry.get('checks') or [])} check(s)", "dim"))
             hist.add(line)
+    if not latest:
+        verification = attempt.get("verification") or {}
+        ver_label = Text("verification ", style="bold dim")
+        ver_label.append(value_cell(str(verification.get("status"))))
+        ver = node.add(ver_label, expand=True)
+        for receipt in verification.get("checks") or []:
+            line = plain(receipt.get("id"), "bold")
+            line.append(f" exit {receipt.get('exitCode')}")
+            if receipt.get("timedOut"):
+                line.append(" TIMED OUT", style="bold red")
+            check = ver.add(line, expand=True)
+            first = next((s for s in (receipt.get("error"), receipt.get("stderr"), receipt.get("stdout")) if s), None)
+            if isinstance(first, str):
+                _wrapped(check, first.strip().split("\n")[0])
+        if verification.get("problem"):
+            _wrapped(ver, verification["problem"], "red")
     node.add(Text("verification rounds ", style="bold dim") + plain(attempt.get("verificationRounds")))
     return node
+
+
+WRAP = 56
+
+
+def _wrapped(parent: Node, value: object, style: str = "") -> None:
+    """Untrusted text as leaves of at most WRAP columns (tree labels do not wrap)."""
+    text = "" if value is None else str(value)
+    lines = [piece for raw in text.split("\n") for piece in (textwrap.wrap(raw, WRAP) or [""])]
+    for line in lines[:12]:
+        parent.add(plain(line, style))
+    if len(lines) > 12:
+        parent.add(Text(f"… {len(lines) - 12} more line(s)", style="dim"))
 
 
 def _excerpt(output: object) -> Text:
@@ -452,7 +481,8 @@ def verification_text(attempt: dict[str, Any], now: int) -> Text:
         text.append("\n")
         if receipt.get("command"):
             text.append("  $ ", style="dim")
-            text.append(plain(" ".join([str(receipt["command"]), *map(str, receipt.get("args") or [])]), "dim"))
+            command = os.path.basename(str(receipt["command"]))  # the full path is in the plan
+            text.append(plain(" ".join([command, *map(str, receipt.get("args") or [])]), "dim"))
             text.append("\n")
         if receipt.get("error"):
             text.append("  error ", style="red")
