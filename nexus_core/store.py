@@ -26,9 +26,12 @@ Run = dict[str, Any]
 
 
 def fresh_run_advice(run_id: str) -> str:
+    # Every run file is loaded by a start's capacity check (SPEC 2.4), so the unreadable one
+    # must leave runs/ before the fresh run can start; it is kept, never repaired.
     return (
         f" Nothing was repaired. Inspect earlier workspace changes, then create a fresh run from the "
-        f"same plan under a new, unused id (a fresh run may redo work); `{run_id}` stays as evidence."
+        f"same plan under a new, unused id (a fresh run may redo work). Keep {RUNS}/{run_id}.json as "
+        f"evidence outside {RUNS}/: while it is there, every start in this project is refused."
     )
 
 
