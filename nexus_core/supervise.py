@@ -940,11 +940,7 @@ def run_loop(
         if moment < next_at:
             sleep(next_at - moment)
             continue
-        missed = int((moment - next_at) // every)
-        if missed:
-            skipped += missed
-            say(f"{missed} tick(s) skipped: the previous tick was still running")
-        next_at += (missed + 1) * every
+        next_at += every
         tick = executed + skipped + 1
         snapshot = take_snapshot(root, run_id, recoveries, hashes)
         recoveries = snapshot.recoveries
@@ -978,6 +974,15 @@ def run_loop(
         if executed >= tick_cap:
             say(f"Loop stopped by itself after {executed} ticks (the cap); start it again to continue.")
             return LoopResult(executed, skipped, "cap")
+        # Ticks that came due while this one ran are skipped and counted, never run late.
+        finished = clock()
+        missed = 0
+        while next_at <= finished:
+            missed += 1
+            next_at += every
+        if missed:
+            skipped += missed
+            say(f"{missed} tick(s) skipped: the previous tick was still running")
 
 
 def _report_progress(say: Callable[[str], None], progress: dict[str, Any]) -> None:
