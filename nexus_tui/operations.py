@@ -554,14 +554,14 @@ def validate(preview_: Preview, values: dict[str, Any]) -> dict[str, str]:
             errors["owner_stopped"] = "Tick 'owner stopped' after checking that the worker has stopped."
     elif action == "cancel":
         need_text("reason", "Reason")
-        if values.get("confirm") != preview_.confirm_text:
-            errors["confirm"] = f"Type the task id ({preview_.confirm_text}) to confirm."
+        if values.get("typed") != preview_.confirm_text:
+            errors["typed"] = f"Type the task id ({preview_.confirm_text}) to confirm."
     elif action == "recover-lock":
         need_text("note", "Note")
         if values.get("owner_stopped") is not True:
             errors["owner_stopped"] = "Tick 'owner stopped' after checking that the lock owner has stopped."
-        if values.get("confirm") != preview_.confirm_text:
-            errors["confirm"] = f"Type the first {FINGERPRINT_CHARS} characters of the fingerprint to confirm."
+        if values.get("typed") != preview_.confirm_text:
+            errors["typed"] = f"Type the first {FINGERPRINT_CHARS} characters of the fingerprint to confirm."
     return errors
 
 

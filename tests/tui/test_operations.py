@@ -95,9 +95,9 @@ def test_cancel_needs_the_task_id_typed_and_a_reason(tmp_path: Path) -> None:
     preview = ops.preview(str(root), "cancel", "demo", "a")
     assert preview.confirm_text == "a"
     with pytest.raises(ops.InvalidInput):
-        ops.execute(preview, {"reason": "wrong worker", "confirm": "b"}, ops.ActionLog())
+        ops.execute(preview, {"reason": "wrong worker", "typed": "b"}, ops.ActionLog())
     assert tree_digest(root) == before
-    ops.execute(preview, {"reason": "wrong worker", "confirm": "a"}, ops.ActionLog())
+    ops.execute(preview, {"reason": "wrong worker", "typed": "a"}, ops.ActionLog())
     attempt = latest(root, "a")
     assert attempt["cancellation"]["status"] == "requested"
     assert attempt["cancellation"]["reason"] == "wrong worker"
@@ -160,7 +160,7 @@ def test_another_attempt_under_the_dialog_is_refused(tmp_path: Path) -> None:
     second = start_retry(root)
     before = tree_digest(root)
     with pytest.raises(ops.TargetChanged) as changed:
-        ops.execute(preview, {"reason": "stop", "confirm": "a"}, ops.ActionLog())
+        ops.execute(preview, {"reason": "stop", "typed": "a"}, ops.ActionLog())
     assert f"latest attempt: {first[:8]} -> {second[:8]}" in changed.value.message
     assert tree_digest(root) == before
 
@@ -207,16 +207,16 @@ def test_recover_lock_needs_the_fingerprint_and_refuses_a_replaced_lock(tmp_path
     assert preview.confirm_text == lock_hash[:8]
     assert any("not running" in line for line in preview.changes)
     with pytest.raises(ops.InvalidInput):
-        ops.execute(preview, {"note": "owner gone", "owner_stopped": True, "confirm": "00000000"}, ops.ActionLog())
+        ops.execute(preview, {"note": "owner gone", "owner_stopped": True, "typed": "00000000"}, ops.ActionLog())
     # Another dead writer replaced the lock while the dialog was open.
     (root / ".bmad-plus/nexus/writer.lock").unlink()
     other_hash = write_dead_writer_lock(root)
     assert other_hash != lock_hash
     with pytest.raises(ops.TargetChanged):
-        ops.execute(preview, {"note": "owner gone", "owner_stopped": True, "confirm": lock_hash[:8]}, ops.ActionLog())
+        ops.execute(preview, {"note": "owner gone", "owner_stopped": True, "typed": lock_hash[:8]}, ops.ActionLog())
     assert (root / ".bmad-plus/nexus/writer.lock").exists()
     fresh = ops.preview(str(root), "recover-lock")
-    ops.execute(fresh, {"note": "owner gone", "owner_stopped": True, "confirm": other_hash[:8]}, ops.ActionLog())
+    ops.execute(fresh, {"note": "owner gone", "owner_stopped": True, "typed": other_hash[:8]}, ops.ActionLog())
     assert not (root / ".bmad-plus/nexus/writer.lock").exists()
     receipts = list((root / ".bmad-plus/nexus/lock-recovery").glob("*.json"))
     assert len(receipts) == 1 and other_hash in receipts[0].read_text()

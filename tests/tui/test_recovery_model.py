@@ -229,7 +229,7 @@ def test_dead_writer_lock_then_recover_lock(tmp_path: Path) -> None:
     assert situation.next_action == "recover-lock" and situation.lock_hash == lock_hash
     assert any(lock_hash[:12] in line for line in situation.known)
     assert any("pid 4194304" in line and "not running" in line for line in situation.known)
-    _act(root, situation, {"note": "owner gone", "owner_stopped": True, "confirm": lock_hash[:8]})
+    _act(root, situation, {"note": "owner gone", "owner_stopped": True, "typed": lock_hash[:8]})
     assert not (root / ".bmad-plus/nexus/writer.lock").exists()
     assert "writer-lock-dead" not in _kinds(root)
 

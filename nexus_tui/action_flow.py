@@ -1,0 +1,122 @@
+"""The flow of one dashboard action: preview -> confirmation dialog -> core call in a worker
+-> notification and rescan; and of guided recovery: situations -> recovery screen -> the
+next step's dialog. The app owns one ``ActionFlow``; tests drive the same object.
+
+Workers never touch widgets: they hand results back with ``call_from_thread``. Every error
+(the core's NexusError, a refusal of the dashboard, an OSError, anything unexpected) ends as
+an error notification with the exact message; the app never crashes on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import App
+
+from . import operations, recovery
+from .dialogs import Display, dialog_for
+from .operations import ActionLog, Preview
+from .progress import ProgressScreen
+from .recovery import Situation
+from .recovery_screens import RecoveryListScreen, RecoveryScreen
+
+READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
+
+
+class ActionFlow:
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        read_only: Callable[[], bool] = lambda: False,
+        on_done: Callable[[], None] = lambda: None,
+        display: Display | None = None,
+    ) -> None:
+        self.app = app
+        self.read_only = read_only
+        self.on_done = on_done
+        self.display = display
+        self.log = ActionLog()
+        self.last_result: dict[str, Any] | None = None
+        self.last_error: str | None = None
+
+    # -- actions
+    def open(self, action: str, directory: str, run_id: str | None = None, task_id: str | None = None) -> None:
+        """Open the confirmation dialog of ``action`` for this target (from the core's state)."""
+        if self.read_only():
+            # The registry's gate already hides every mutating action; this is the backstop.
+            self.app.notify(READ_ONLY_REFUSAL, severity="error", markup=False)
+            return
+        try:
+            preview = operations.preview(directory, action, run_id, task_id)
+        except Exception as error:
+            self._failed(action, operations.error_text(error))
+            return
+        self.app.push_screen(dialog_for(preview, self.display), callback=lambda values: self.confirmed(preview, values))
+
+    def confirmed(self, preview: Preview, values: dict[str, Any] | None) -> None:
+        if values is None:
+            return  # Cancel: nothing was called, nothing changed.
+        if self.read_only():
+            self.app.notify(READ_ONLY_REFUSAL, severity="error", markup=False)
+            return
+        if preview.action in operations.LONG_ACTIONS:
+            screen = ProgressScreen(preview, values, self.log, display=self.display)
+            self.app.push_screen(screen, callback=lambda result: self._long_done(screen, result))
+            return
+        self.app.run_worker(
+            lambda: self._execute(preview, values), thread=True, group="nexus-actions", name=preview.action
+        )
+
+    def _execute(self, preview: Preview, values: dict[str, Any]) -> None:
+        # A worker thread: only core calls here; the UI is updated through call_from_thread.
+        try:
+            result = operations.execute(preview, values, self.log)
+        except Exception as error:
+            self.app.call_from_thread(self._failed, preview.action, operations.error_text(error))
+        else:
+            words = self.log.entries[-1].result if self.log.entries else "done"
+            self.app.call_from_thread(self._succeeded, preview.action, result, words)
+        finally:
+            self.app.call_from_thread(self.on_done)
+
+    def _succeeded(self, action: str, result: dict[str, Any], words: str) -> None:
+        self.last_result, self.last_error = result, None
+        self.app.notify(words, title=f"{action} done", markup=False)
+
+    def _failed(self, action: str, message: str) -> None:
+        self.last_error = message
+        self.app.notify(message, title=f"{action} refused", severity="error", markup=False)
+
+    def _long_done(self, screen: ProgressScreen, result: dict[str, Any] | None) -> None:
+        self.last_result, self.last_error = result, screen.error
+        self.on_done()
+
+    # -- guided recovery
+    def open_recovery(self, directory: str, run_id: str | None = None, task_id: str | None = None) -> None:
+        """The situations of the project (or of one run/task) in a list, or the only one directly."""
+        try:
+            if run_id is None:
+                situations = recovery.classify_project(directory)
+            else:
+                situations = recovery.situations_for(directory, run_id, task_id)
+        except Exception as error:
+            self._failed("recovery", operations.error_text(error))
+            return
+        if len(situations) == 1 and task_id is not None:
+            self.open_situation(directory, situations[0])
+            return
+        self.app.push_screen(
+            RecoveryListScreen(situations, self.display),
+            callback=lambda chosen: self.open_situation(directory, chosen) if chosen is not None else None,
+        )
+
+    def open_situation(self, directory: str, situation: Situation) -> None:
+        def next_step(action: str | None) -> None:
+            if action is not None:
+                self.open(action, directory, situation.run_id, situation.task_id)
+
+        self.app.push_screen(
+            RecoveryScreen(situation, read_only=self.read_only(), display=self.display), callback=next_step
+        )

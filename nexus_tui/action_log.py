@@ -1,0 +1,71 @@
+"""The action log panel: every core call made from this session, with its input summary and
+its result (or the core's exact error). Entries arrive from ``operations.ActionLog``; a
+worker thread's append reaches the panel as a message, never by touching the widget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Label
+
+from .operations import ActionLog, LogEntry
+
+COLUMNS = ("time", "action", "target", "input", "result")
+
+
+class ActionLogPanel(Vertical):
+    """A table of log entries, newest last. Cells are plain Text (never markup)."""
+
+    DEFAULT_CSS = """
+    ActionLogPanel { height: 10; border-top: solid $primary-darken-2; }
+    ActionLogPanel > Label { padding: 0 1; text-style: bold; }
+    ActionLogPanel > DataTable { height: 1fr; }
+    """
+
+    class EntryAdded(Message):
+        def __init__(self, entry: LogEntry) -> None:
+            super().__init__()
+            self.entry = entry
+
+    def __init__(self, log: ActionLog, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.action_log = log
+        self.shown = 0
+
+    def compose(self) -> ComposeResult:
+        yield Label("Action log (this session)")
+        table: DataTable[Any] = DataTable(cursor_type="row", zebra_stripes=True)
+        table.add_columns(*COLUMNS)
+        yield table
+
+    def on_mount(self) -> None:
+        self.action_log.listener = self._entry_added
+
+    def _entry_added(self, entry: LogEntry) -> None:
+        # Called from whichever thread appends; post_message is thread-safe.
+        self.post_message(self.EntryAdded(entry))
+        self.sync()
+
+    def on_action_log_panel_entry_added(self, message: EntryAdded) -> None:
+        message.stop()
+        self.sync()
+
+    def sync(self) -> None:
+        table = self.query_one(DataTable)
+        entries = self.action_log.entries
+        for entry in entries[self.shown :]:
+            result = Text(entry.result, style="" if entry.ok else "bold red")
+            table.add_row(
+                Text(entry.at[11:19]),
+                Text(entry.action),
+                Text(entry.target),
+                Text(entry.inputs),
+                Text("ok: ", style="green").append_text(result) if entry.ok else Text("refused: ").append_text(result),
+            )
+        self.shown = len(entries)
+        if entries:
+            table.move_cursor(row=len(entries) - 1)

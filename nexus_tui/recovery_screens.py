@@ -1,0 +1,191 @@
+"""Guided recovery screens: one per situation of ``recovery`` (what is known, what the
+operator must check, the safe next step), and a list of the project's situations.
+
+A screen never acts by itself: its "next step" button dismisses with the action id, and the
+app opens that action's confirmation dialog (which re-reads the state). The only write it
+offers is saving a recovered plan file for a fresh run, outside the project, never under
+``--read-only``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from . import recovery
+from .dialogs import DIALOG_CSS, Display, bullet_lines, plain
+from .recovery import Situation
+
+ACTION_LABELS = {
+    "start": "Start…",
+    "retry": "Retry…",
+    "record": "Record…",
+    "reconcile": "Reconcile…",
+    "cancel": "Cancel attempt…",
+    "verify": "Verify…",
+    "accept": "Accept…",
+    "launch": "Launch…",
+    "collect": "Collect…",
+    "recover-lock": "Recover lock…",
+}
+
+
+class RecoveryScreen(ModalScreen[str | None]):
+    """One situation. Dismisses with the next action id, or None (Close)."""
+
+    DEFAULT_CSS = (
+        DIALOG_CSS
+        + """
+    RecoveryScreen > #dialog { border: thick $warning; }
+    #recovery-command { background: $panel; padding: 0 1; }
+    #recovery-plan { color: $text-muted; }
+    """
+    )
+    BINDINGS: ClassVar[list[Any]] = [Binding("escape", "close", "Close", show=False)]
+
+    def __init__(self, situation: Situation, *, read_only: bool = False, display: Display | None = None) -> None:
+        super().__init__()
+        self.situation = situation
+        self.read_only = read_only
+        self.shown_text = display or (lambda text: text)
+        self.saved_plan: str | None = None
+
+    def compose(self) -> ComposeResult:
+        situation = self.situation
+        with Vertical(id="dialog"):
+            yield Static(plain(self.shown_text(situation.title)), id="dialog-title")
+            with VerticalScroll(id="dialog-body"):
+                yield Label("What is known", classes="section")
+                yield Static(bullet_lines(situation.known, self.shown_text), classes="statement")
+                yield Label("What you must check", classes="section")
+                yield Static(bullet_lines(situation.checks, self.shown_text), classes="caution")
+                yield Label("Safe next step", classes="section")
+                step = situation.next_step
+                if situation.then:
+                    step += " Afterwards: " + ", ".join(situation.then) + "."
+                yield Static(plain(self.shown_text(step)), classes="statement")
+                if situation.command:
+                    yield Label("Command (run it yourself after checking)", classes="section")
+                    yield Static(plain(self.shown_text(situation.command)), id="recovery-command")
+                advice = situation.fresh_run
+                if advice is not None:
+                    if advice.plan is None:
+                        words = f"The plan cannot be recovered from the run file: {advice.plan_problem}."
+                    else:
+                        words = (
+                            f"Save the recovered plan (new id {advice.new_run_id}) to {advice.plan_file}, "
+                            "then run the command above."
+                        )
+                    yield Static(plain(self.shown_text(words)), id="recovery-plan")
+                    yield Static(plain(self.shown_text(advice.warning)), classes="caution")
+                yield Static("", id="dialog-error")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Close", id="close")
+                if situation.command:
+                    yield Button("Copy command", id="copy-command")
+                if advice is not None and advice.plan is not None:
+                    yield Button("Save plan file", id="save-plan", disabled=self.read_only)
+                if situation.next_action:
+                    yield Button(
+                        ACTION_LABELS[situation.next_action],
+                        id="next-action",
+                        variant="warning",
+                        disabled=self.read_only,
+                    )
+
+    def on_mount(self) -> None:
+        self.query_one("#close", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        button = event.button.id
+        if button == "close":
+            self.dismiss(None)
+        elif button == "next-action" and not self.read_only:
+            self.dismiss(self.situation.next_action)
+        elif button == "copy-command" and self.situation.command:
+            self.app.copy_to_clipboard(self.situation.command)
+            self.app.notify("Command copied to the clipboard.", markup=False)
+        elif button == "save-plan" and not self.read_only:
+            self.save_plan()
+
+    def save_plan(self) -> None:
+        advice = self.situation.fresh_run
+        if advice is None:
+            return
+        try:
+            path = recovery.save_fresh_plan(advice)
+        except Exception as error:  # shown, never raised: the screen stays usable
+            message = error.message if hasattr(error, "message") else f"{type(error).__name__}: {error}"
+            self.query_one("#dialog-error", Static).update(plain(str(message)))
+            self.app.notify(str(message), title="Plan not saved", severity="error", markup=False)
+            return
+        self.saved_plan = path
+        self.query_one("#save-plan", Button).disabled = True
+        self.app.notify(f"Plan saved to {path}", markup=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def situation_label(situation: Situation) -> Text:
+    where = situation.run_id or "project"
+    return Text.assemble((f"[{where}] ", "dim"), situation.title)
+
+
+class RecoveryListScreen(ModalScreen[Situation | None]):
+    """Every situation of the project; Enter opens its guided screen (dismisses with it)."""
+
+    DEFAULT_CSS = (
+        DIALOG_CSS
+        + """
+    RecoveryListScreen { align: center middle; }
+    RecoveryListScreen > #dialog {
+        width: 96; max-width: 96%; height: auto; max-height: 80%;
+        border: thick $warning; background: $surface; padding: 0 1;
+    }
+    RecoveryListScreen OptionList { height: auto; max-height: 20; }
+    """
+    )
+    BINDINGS: ClassVar[list[Any]] = [Binding("escape", "close", "Close", show=False)]
+
+    def __init__(self, situations: list[Situation], display: Display | None = None) -> None:
+        super().__init__()
+        self.situations = situations
+        self.shown_text = display or (lambda text: text)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(plain("Guided recovery"), id="dialog-title")
+            if self.situations:
+                yield OptionList(
+                    *[Option(situation_label(s), id=str(index)) for index, s in enumerate(self.situations)],
+                    id="situations",
+                )
+            else:
+                yield Static(plain("Nothing needs recovery: no dead lock, no unreadable run, no interrupted work."))
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Close", id="close")
+
+    def on_mount(self) -> None:
+        if self.situations:
+            self.query_one(OptionList).focus()
+        else:
+            self.query_one("#close", Button).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(self.situations[int(event.option.id or 0)])
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(None)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
