@@ -188,16 +188,17 @@ def _acquire_patiently(root: str, seconds: float) -> str:
     delay = 0.002
     dead_owner_seen = 0
     while True:
+        busy = fail(WRITER_BUSY).message
         try:
             token = try_acquire_writer(root)
         except NexusError as error:
             if error.message != fail(RECOVERY_ACTIVE).message:
                 raise
-            token = None
+            token, busy = None, error.message
         if token is not None:
             return token
         if time.monotonic() >= deadline:
-            raise WriterBusy(fail(WRITER_BUSY).message)
+            raise WriterBusy(busy)
         # Seen twice in a row (not a release racing our read): a dead owner never lets go.
         dead_owner_seen = dead_owner_seen + 1 if _owner_is_dead(root) else 0
         if dead_owner_seen >= 2:

@@ -43,7 +43,7 @@ from .hostinfo import hostname, pid
 from .paths import directory_at, root_of, safe_target
 from .plan import input_bytes
 from .snapshots import protected_snapshot, scope_snapshot
-from .store import BASE, RUN_ID, Run, atomic_write, load_run, unsafe_reason
+from .store import BASE, RUN_ID, Run, atomic_write, load_run, run_path, unsafe_reason
 from .timeutil import now_iso, now_ms, parse_iso_ms
 
 Progress = Callable[[dict[str, Any]], None]
@@ -195,6 +195,28 @@ def _output_entry(data: bytes, observed: int, complete: bool) -> dict[str, Any]:
     }
 
 
+class _Signals:
+    """SIGINT/SIGTERM to the supervisor, recorded instead of killing it, for the whole launch:
+    the child is stopped through the original handle and the receipt is still saved."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self.previous[int(signum)] = signal.signal(signum, self._record)
+        return self
+
+    def _record(self, number: int, _frame: Any) -> None:
+        self.received = number
+
+    def __exit__(self, *_exc: object) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+
 class _Supervision:
     def __init__(self, root: str, execution: dict[str, Any], stdin: bytes, values: dict[str, str]) -> None:
         self.root = root
@@ -212,12 +234,17 @@ class _Supervision:
         self.captured = {"stdout": bytearray(), "stderr": bytearray()}
         self.observed = {"stdout": 0, "stderr": 0}
         self.stop_at: float | None = None
-        self.interrupted = False
+        self.exited_at: float | None = None
+        self.signals = _Signals()
 
     def stop(self, why: str) -> None:
         if self.reason is None:
             self.reason = why
         child = self.child
+        if child is not None and not self.child_exited:
+            code = child.poll()
+            if code is not None:
+                self._record_exit(code)
         if child is not None and not self.child_exited and not self.signalled:
             try:
                 child.send_signal(signal.SIGTERM)
@@ -238,16 +265,14 @@ class _Supervision:
 
     def _record_exit(self, returncode: int) -> None:
         self.child_exited = True
+        self.exited_at = time.monotonic()
         if returncode < 0:
             self.exit_code, self.signal = None, signal_name(-returncode)
         else:
             self.exit_code, self.signal = returncode, None
 
-    def run(self, deadline_ms: int, hooks: Hooks, started_at: str) -> dict[str, Any]:
-        previous: dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                previous[int(signum)] = signal.signal(signum, self._on_signal)
+    def run(self, deadline_ms: int, hooks: Hooks, started_at: str, signals: _Signals) -> dict[str, Any]:
+        self.signals = signals
         try:
             self._supervise(deadline_ms, hooks)
         except Exception as failure:
@@ -259,13 +284,8 @@ class _Supervision:
                 self.stop("launch-observation-failed")
                 self._drain_until_stop()
         finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
             self._close_pipes()
         return self._result(started_at)
-
-    def _on_signal(self, number: int, _frame: Any) -> None:
-        self.interrupted = True
 
     def _supervise(self, deadline_ms: int, hooks: Hooks) -> None:
         early = hooks.poll()
@@ -308,7 +328,6 @@ class _Supervision:
         else:
             child.stdin.close()
         open_streams = len(streams)
-        exited_at: float | None = None
         next_poll = time.monotonic() + POLL_SECONDS
         try:
             while True:
@@ -339,18 +358,17 @@ class _Supervision:
                     code = child.poll()
                     if code is not None:
                         self._record_exit(code)
-                        exited_at = now
                 if open_streams == 0:
                     self.closed = True
                 if self.child_exited and self.closed:
                     return
-                if exited_at is not None and now - exited_at >= RETAINED_PIPES_SECONDS:
+                if self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
                     if self.reason is None:
                         self.reason = "retained-pipes"
                     return
                 if self.stop_at is not None and now >= self.stop_at:
                     return
-                if self.interrupted or hooks.should_stop():
+                if self.signals.received or hooks.should_stop():
                     self.stop("supervisor-interrupted")
                 writer_failure = hooks.failure()
                 if writer_failure is not None:
@@ -554,10 +572,17 @@ class _LaunchHooks(Hooks):
         self.stop_requested = should_stop
         self.writer: _StateWriter | None = None
         self.child_pid: int | None = None
+        self.seen_key: tuple[int, int, int] | None = None
+        self.seen_run: Run | None = None
 
     def poll(self) -> str | None:
-        run = load_run(self.root, self.run_id)
-        attempt = owned_attempt(run, self.task_id, self.attempt_id, self.backend)
+        # Re-parse only when the state file was replaced (every save renames a new file in).
+        info = os.stat(safe_target(self.root, run_path(self.run_id)))
+        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        if key != self.seen_key or self.seen_run is None:
+            self.seen_run = load_run(self.root, self.run_id)
+            self.seen_key = key
+        attempt = owned_attempt(self.seen_run, self.task_id, self.attempt_id, self.backend)
         if attempt["cancellation"].get("status") == "requested":
             return "cancellation-requested"
         return None
@@ -755,9 +780,50 @@ def launch_task(
     root = prepared["project"]
     attempt_id: str = ids["attempt"]
     definition = definition_of(prepared, task_id)
-    execution = definition["execution"]
     hooks = _LaunchHooks(root, directory, run_id, task_id, attempt_id, backend, progress, should_stop)
-    receipt: dict[str, Any]
+    with _Signals() as signals:
+        receipt = _supervise_and_build(root, prepared, definition, hooks, signals, attempt_id, backend, ids)
+        child_pid = hooks.child_pid
+        if progress is not None:
+            with contextlib.suppress(Exception):
+                progress({"event": "finished", "outcome": receipt.get("outcome"), "reason": receipt.get("reason")})
+
+        def finalize(_root: str, run: Run) -> None:
+            attempt = owned_attempt(run, task_id, attempt_id, backend)
+            _store_receipt(attempt, receipt, now_iso(), child_pid)
+
+        try:
+            return mutate(directory, run_id, finalize, patient=True, patience=RECEIPT_PATIENCE_SECONDS)
+        except BaseException as failure:
+            # Never lose the receipt: keep it beside the state for inspect and collect.
+            problem = _error_text(failure) if isinstance(failure, Exception) else type(failure).__name__
+            try:
+                kept = write_receipt_file(root, run_id, task_id, receipt, child_pid, problem)
+            except Exception as write_failure:
+                raise fail(
+                    f"The process receipt could not be stored ({problem}) nor kept beside the state "
+                    f"({_error_text(write_failure)}); receipt sha256 {canonical.sha256_json(receipt)}."
+                ) from None
+            if not isinstance(failure, Exception):
+                raise
+            raise fail(
+                f"The process receipt could not be stored in the run state ({problem}); it was kept in {kept}. "
+                "Inspect the run; collect accepts this exact receipt."
+            ) from None
+
+
+def _supervise_and_build(
+    root: str,
+    prepared: Run,
+    definition: dict[str, Any],
+    hooks: _LaunchHooks,
+    signals: _Signals,
+    attempt_id: str,
+    backend: dict[str, Any],
+    ids: dict[str, Any],
+) -> dict[str, Any]:
+    """SPEC 5.7 steps 5-6: the supervisor's receipt, or the launch-interrupted receipt."""
+    execution = definition["execution"]
     try:
         protected_snapshot(root, definition)
         stdin = input_bytes(root, execution)
@@ -766,7 +832,7 @@ def launch_task(
         assert deadline_ms is not None
         supervision = _Supervision(root, execution, stdin, values)
         try:
-            receipt = supervision.run(deadline_ms, hooks, now_iso())
+            receipt = supervision.run(deadline_ms, hooks, now_iso(), signals)
         finally:
             hooks.finish()
         receipt.update(
@@ -789,30 +855,7 @@ def launch_task(
             receipt["snapshotError"] = _error_text(failure)
     except Exception as failure:
         receipt = _interrupted_receipt(attempt_id, backend, prepared["planHash"], _error_text(failure))
-    child_pid = hooks.child_pid
-    if progress is not None:
-        with contextlib.suppress(Exception):
-            progress({"event": "finished", "outcome": receipt.get("outcome"), "reason": receipt.get("reason")})
-
-    def finalize(_root: str, run: Run) -> None:
-        attempt = owned_attempt(run, task_id, attempt_id, backend)
-        _store_receipt(attempt, receipt, now_iso(), child_pid)
-
-    try:
-        return mutate(directory, run_id, finalize, patient=True, patience=RECEIPT_PATIENCE_SECONDS)
-    except Exception as failure:
-        problem = _error_text(failure)
-        try:
-            kept = write_receipt_file(root, run_id, task_id, receipt, child_pid, problem)
-        except Exception as write_failure:
-            raise fail(
-                f"The process receipt could not be stored ({problem}) nor kept beside the state "
-                f"({_error_text(write_failure)}); receipt sha256 {canonical.sha256_json(receipt)}."
-            ) from None
-        raise fail(
-            f"The process receipt could not be stored in the run state ({problem}); it was kept in {kept}. "
-            "Inspect the run; collect accepts this exact receipt."
-        ) from None
+    return receipt
 
 
 # ----------------------------------------------------------------- collect (SPEC 5.8)
