@@ -54,31 +54,30 @@ class ProjectScanned(Message):
 
 
 class ScanRequests:
-    """Scan requests merged until the scanner thread takes them (thread-safe)."""
+    """Scan requests per project, merged until the scanner thread takes them (thread-safe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, projects: int) -> None:
         self._condition = threading.Condition()
-        self._pending = False
-        self._everything = False
-        self._runs: set[str] = set()
+        self._everything = [False] * projects
+        self._runs: list[set[str] | None] = [None] * projects  # None: nothing asked
         self._closed = False
 
-    def ask(self, everything: bool = False, runs: Iterable[str] = ()) -> None:
+    def ask(self, index: int, everything: bool = False, runs: Iterable[str] = ()) -> None:
         with self._condition:
-            self._pending = True
-            self._everything |= everything
-            self._runs.update(runs)
+            self._everything[index] |= everything
+            self._runs[index] = (self._runs[index] or set()) | set(runs)
             self._condition.notify()
 
-    def take(self, timeout: float) -> tuple[bool, set[str]] | None:
+    def take(self, timeout: float) -> list[tuple[int, bool, set[str]]]:
         with self._condition:
-            if not self._pending and not self._closed:
+            if not self._closed and all(runs is None for runs in self._runs):
                 self._condition.wait(timeout)
-            if not self._pending or self._closed:
-                return None
-            request = (self._everything, self._runs)
-            self._pending, self._everything, self._runs = False, False, set()
-            return request
+            if self._closed:
+                return []
+            taken = [(i, self._everything[i], runs) for i, runs in enumerate(self._runs) if runs is not None]
+            for i, _, _ in taken:
+                self._everything[i], self._runs[i] = False, None
+            return taken
 
     def close(self) -> None:
         with self._condition:
@@ -584,7 +583,7 @@ class NexusApp(App[None]):
         self.display_path = display_path or (lambda path: path)
         self.following = True
         self._scanners = [ProjectScanner(d) for d in self.directories]
-        self._requests = [ScanRequests() for _ in self.directories]
+        self._requests = ScanRequests(len(self.directories))
         self._watch_stops: dict[int, asyncio.Event] = {}
         self.scans_applied = 0
         self.loaded = asyncio.Event()
@@ -600,9 +599,9 @@ class NexusApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._start_scanner()
         for index in range(len(self.directories)):
-            self._start_scanner(index)
-            self._requests[index].ask(everything=True)
+            self._requests.ask(index, everything=True)
             if self.use_watcher:
                 self._watch_project(index)
         if self.tick:
@@ -612,8 +611,7 @@ class NexusApp(App[None]):
         self.panes[0].runs.focus()
 
     def on_unmount(self) -> None:
-        for requests in self._requests:
-            requests.close()
+        self._requests.close()
         for stop in self._watch_stops.values():
             stop.set()
 
@@ -631,24 +629,24 @@ class NexusApp(App[None]):
         return self.pane.selection()
 
     # -- scanning
-    def _start_scanner(self, index: int) -> None:
-        scanner, requests = self._scanners[index], self._requests[index]
+    def _start_scanner(self) -> None:
+        """One thread scans every project (a thread per project would exhaust the executor
+        that Textual's thread workers share)."""
+        requests = self._requests
 
         def loop() -> None:
             worker = get_current_worker()
             while not worker.is_cancelled and not requests.closed:
-                request = requests.take(0.25)
-                if request is None:
-                    continue
-                everything, runs = request
-                snapshot = scanner.scan(reinspect=runs, everything=everything)
-                self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths())))
+                for index, everything, runs in requests.take(0.25):
+                    scanner = self._scanners[index]
+                    snapshot = scanner.scan(reinspect=runs, everything=everything)
+                    self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths())))
 
-        self.run_worker(loop, thread=True, group=f"scan-{index}", name=f"scanner {index}", exit_on_error=True)
+        self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
 
     def request_scan(self, index: int | None = None, everything: bool = False, runs: Iterable[str] = ()) -> None:
-        for i in range(len(self._requests)) if index is None else (index,):
-            self._requests[i].ask(everything=everything, runs=runs)
+        for i in range(len(self.directories)) if index is None else (index,):
+            self._requests.ask(i, everything=everything, runs=runs)
 
     def on_project_scanned(self, message: ProjectScanned) -> None:
         pane = self.panes[message.index]
@@ -692,7 +690,7 @@ class NexusApp(App[None]):
         from watchfiles import awatch
 
         pane = self.panes[index]
-        while not self._requests[index].closed:
+        while not self._requests.closed:
             root = pane.snapshot.root if pane.snapshot else None
             paths = []
             if root and os.path.isdir(os.path.join(root, BASE)):
@@ -794,7 +792,16 @@ class NexusApp(App[None]):
     def _switch_project(self, step: int) -> None:
         tabs = self.query_one("#projects", TabbedContent)
         index = int((tabs.active or "tab-0").split("-")[-1])
-        tabs.active = f"tab-{(index + step) % len(self.directories)}"
+        target = (index + step) % len(self.directories)
+        tabs.active = f"tab-{target}"
+        # Focus inside the shown pane, or Textual refocuses the hidden one and switches back.
+        self.panes[target].runs.focus()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane = self.pane
+        if self.focused is None or pane not in self.focused.ancestors:
+            pane.runs.focus()
 
     def _copy(self, what: str, value: str | None) -> None:
         if not value:

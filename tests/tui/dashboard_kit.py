@@ -1,0 +1,165 @@
+"""Helpers for the dashboard's Pilot and snapshot tests (read-only view, issue 5)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static, Tree
+
+from nexus_core import engine
+from nexus_tui.app import NexusApp
+
+HOST = {"kind": "host", "id": "tester", "sessionId": "s1"}
+CHECK = (
+    "import sys\ntext = open(sys.argv[1]).read()\nprint('checked', sys.argv[1])\nsys.exit(0 if 'ok' in text else 1)\n"
+)
+
+
+def quiet_app(directories: list[str], **options: Any) -> NexusApp:
+    """No watcher, no tick, no periodic rescan unless asked: the test drives every scan."""
+    settings: dict[str, Any] = {"watch": False, "rescan_seconds": 0, "tick": False}
+    settings.update(options)
+    return NexusApp(directories, **settings)
+
+
+async def loaded(app: NexusApp, pilot: Pilot[None]) -> None:
+    await asyncio.wait_for(app.loaded.wait(), 30)
+    await pilot.pause()
+
+
+async def eventually(pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.05)
+
+
+def row_keys(table: DataTable[Any]) -> list[str]:
+    return [str(table.coordinate_to_cell_key((index, 0))[0].value) for index in range(table.row_count)]  # type: ignore[arg-type]
+
+
+def cell(table: DataTable[Any], row: str, column: str) -> str:
+    value = table.get_cell(row, column)
+    return str(getattr(value, "plain", value))
+
+
+def _tree_text(tree: Tree[Any]) -> list[str]:
+    lines: list[str] = []
+
+    def walk(node: Any) -> None:
+        for child in node.children:
+            lines.append(str(getattr(child.label, "plain", child.label)))
+            walk(child)
+
+    walk(tree.root)
+    return lines
+
+
+def detail_text(app: NexusApp) -> str:
+    pane = app.pane
+    head = pane.query_one(f"#detail-head-{pane.index}", Static)
+    verification = pane.query_one(f"#detail-verification-{pane.index}", Static)
+    parts = [_static_text(head), *_tree_text(pane.attempts_tree), _static_text(verification)]
+    return "\n".join(parts)
+
+
+def _static_text(widget: Static) -> str:
+    content = widget.content
+    return str(getattr(content, "plain", content))
+
+
+def status_text(app: NexusApp) -> str:
+    pane = app.pane
+    return _static_text(pane.query_one(f"#status-{pane.index}", Static))
+
+
+async def select(pilot: Pilot[None], run_id: str | None = None, task_id: str | None = None) -> None:
+    """Move the cursors like a user would; the highlight messages are processed before returning."""
+    app = pilot.app
+    assert isinstance(app, NexusApp)
+    pane = app.pane
+    if run_id is not None:
+        pane.runs.move_cursor(row=pane.runs.get_row_index(run_id), animate=False)
+        await pilot.pause(0.01)
+        assert pane.run_id == run_id
+    if task_id is not None:
+        pane.tasks.focus()
+        pane.tasks.move_cursor(row=pane.tasks.get_row_index(task_id), animate=False)
+        await pilot.pause(0.01)
+        assert pane.task_id == task_id
+
+
+def tree_fingerprint(root: str) -> dict[str, tuple[Any, ...]]:
+    """Every entry under root: type, mode, size, mtime and content hash (the read-only proof)."""
+    entries: dict[str, tuple[Any, ...]] = {}
+    for directory, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            digest = None
+            if stat.S_ISREG(info.st_mode):
+                digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            entries[os.path.relpath(path, root)] = (
+                stat.S_IFMT(info.st_mode),
+                stat.S_IMODE(info.st_mode),
+                info.st_size,
+                info.st_mtime_ns,
+                info.st_ino,
+                digest,
+            )
+    return entries
+
+
+def small_project(directory: Path, tasks: int = 3) -> str:
+    """A real run `live` made by the engine: task t1 started, the others not started."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "checks").mkdir(exist_ok=True)
+    (directory / "checks" / "check.py").write_text(CHECK)
+    plan = {
+        "id": "live",
+        "maxParallel": 4,
+        "config": {},
+        "tasks": [
+            {
+                "id": f"t{index}",
+                "objective": f"Write out/t{index}/r.txt containing ok.",
+                "scope": [f"out/t{index}"],
+                "artifacts": [f"out/t{index}/r.txt"],
+                "resources": ["checks/check.py"],
+                "checks": [{"id": "ok", "command": "python", "args": ["checks/check.py", f"out/t{index}/r.txt"]}],
+            }
+            for index in range(1, tasks + 1)
+        ],
+    }
+    root = str(directory.resolve())
+    engine.create_run(root, plan)
+    engine.start_task(root, "live", "t1", {"backend": HOST})
+    return root
+
+
+def finish(root: str, run_id: str, task_id: str, summary: str = "done", accept: bool = True) -> None:
+    """Produce the artifact, record completed, verify (and accept) through the real engine."""
+    from nexus_core.store import load_run
+
+    out = Path(root, "out", task_id)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "r.txt").write_text("ok\n")
+    attempt = engine.task_of(load_run(root, run_id), task_id)["attempts"][-1]
+    engine.record_attempt(
+        root,
+        run_id,
+        task_id,
+        {"attemptId": attempt["id"], "backend": HOST, "outcome": "completed", "summary": summary},
+    )
+    engine.verify_task(root, run_id, task_id)
+    if accept:
+        engine.accept_task(root, run_id, task_id)
