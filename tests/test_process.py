@@ -31,8 +31,9 @@ from process_support import (
     wait_running,
 )
 
-from nexus_core import canonical, observe, timeutil
+from nexus_core import canonical, engine, observe, process, timeutil
 from nexus_core.checks import check_environment
+from nexus_core.errors import NexusError
 
 
 @pytest.fixture
@@ -381,18 +382,24 @@ def rewrite_state(root: Path, run_id: str, change: Any) -> None:
 
 
 def test_collect_refusals(project: Path) -> None:
+    """Through the core API (the CLI prints the same messages; one is checked through it)."""
+    root = str(project)
     host = {"kind": "host", "id": "me", "sessionId": "s"}
     host_task = command_task("h", "ok")
     del host_task["execution"]
     create(project, "r", [command_task("a", "ok"), command_task("b", "ok"), command_task("c", "ok"), host_task])
-    _, attempt, _ = launched(project, "r", "a")
-    ident = identity(attempt)
+
+    def launch(task: str) -> dict[str, Any]:
+        process.launch_task(root, "r", task, {})
+        return latest(project, "r", task)
 
     def refused(task: str, value: Any) -> str:
-        code, result, _ = cli(project, "collect", "r", task, input_value=value)
-        assert code == 1, result
-        return str(result["error"])
+        with pytest.raises(NexusError) as error:
+            engine.collect_task(root, "r", task, value)
+        return error.value.message
 
+    attempt = launch("a")
+    ident = identity(attempt)
     assert refused("a", {**ident, "attemptId": "0" * 8}) == "Nexus: Stale or missing attempt identity."
     foreign = {**ident, "backend": {**ident["backend"], "sessionId": "someone-else"}}
     assert refused("a", foreign) == "Nexus: Backend handle/session does not own this attempt."
@@ -411,32 +418,32 @@ def test_collect_refusals(project: Path) -> None:
         "Nexus: Process result changed before collection; reconcile and create a fresh attempt."
     )
     (project / "out" / "a" / "result.txt").write_text("ok\n")
-    assert cli(project, "collect", "r", "a", input_value=ident)[0] == 0
+    engine.collect_task(root, "r", "a", ident)
     assert refused("a", ident) == "Nexus: This process receipt was already collected."
+    before = path.read_bytes()
+    code, result, _ = cli(project, "collect", "r", "a", input_value=ident)
+    assert code == 1 and result["error"] == "Nexus: This process receipt was already collected."
+    assert path.read_bytes() == before
 
     # A completed receipt with a cancellation recorded afterwards is ambiguous.
-    _, b_attempt, _ = launched(project, "r", "b")
-    cancel = {**identity(b_attempt), "reason": "Too late."}
-    assert cli(project, "cancel", "r", "b", input_value=cancel)[0] == 0
+    b_attempt = launch("b")
+    engine.cancel_task(root, "r", "b", {**identity(b_attempt), "reason": "Too late."})
     assert refused("b", identity(b_attempt)) == "Nexus: Ambiguous execution cannot be collected as completed."
 
     # A reconciled attempt cannot take a late receipt.
-    _, c_attempt, _ = launched(project, "r", "c")
+    c_attempt = launch("c")
     reconcile = {**identity(c_attempt), "outcome": "failed", "ownerStopped": True, "summary": "Rejected by hand."}
-    assert cli(project, "reconcile", "r", "c", input_value=reconcile)[0] == 0
+    engine.reconcile_attempt(root, "r", "c", reconcile)
     assert refused("c", identity(c_attempt)) == (
         "Nexus: A reconciled attempt cannot be overwritten by a late process receipt."
     )
 
     # A host attempt has no process receipt.
-    assert cli(project, "start", "r", "h", input_value={"backend": host})[0] == 0
+    engine.start_task(root, "r", "h", {"backend": host})
     h_attempt = latest(project, "r", "h")
     assert refused("h", {"attemptId": h_attempt["id"], "backend": host}) == (
         "Nexus: collect requires an owned process attempt."
     )
-    before = path.read_bytes()
-    refused("a", ident)
-    assert path.read_bytes() == before
 
 
 # ----------------------------------------------------------------- the codex-exec adapter
