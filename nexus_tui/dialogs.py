@@ -31,7 +31,7 @@ ActionDialog > #dialog, ProgressScreen > #dialog, RecoveryScreen > #dialog {
 }
 ActionDialog.destructive > #dialog { border: thick $error; }
 #dialog-title { text-style: bold; padding: 0 0 1 0; }
-#dialog-body { height: auto; max-height: 30; }
+#dialog-body { height: auto; max-height: 65vh; }
 .section { text-style: bold; margin-top: 1; }
 .statement { padding-left: 1; }
 .caution { color: $warning; padding-left: 1; }
@@ -97,7 +97,7 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
                 if preview.unavailable:
                     yield Static(plain(f"The core will probably refuse: {preview.unavailable}"), classes="unavailable")
                 yield from self.compose_fields()
-                yield Static("", id="dialog-error")
+            yield Static("", id="dialog-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
                 destructive = preview.action in self.DESTRUCTIVE

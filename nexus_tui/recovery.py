@@ -20,6 +20,7 @@ from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
 from nexus_core.store import RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
 
+EVIDENCE_DIR = ".bmad-plus/nexus/evidence"
 FRESH_RUN_WARNING = (
     "A fresh run starts every task again from nothing: it may redo work (and repeat external "
     "effects) that the old run already did. The old run file stays untouched as evidence."
@@ -347,8 +348,19 @@ def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Si
     known = [f"Loading run {run_id} fails: {message}", "Nothing was repaired; the file is left exactly as it is."]
     if advice.plan is None:
         known.append(f"The plan cannot be recovered from the file: {advice.plan_problem}.")
+        create = (
+            f"nexus create --plan PLAN.json -d {shlex.quote(root)}   "
+            f'(PLAN.json: your original plan file, with "id": "{advice.new_run_id}")'
+        )
     else:
         known.append("Its stored plan is intact (it matches planHash) and can start a fresh run.")
+        create = advice.command
+    # Every start loads every run file (capacity), so the unreadable one must leave runs/;
+    # it is moved whole, never edited, and kept as evidence beside the state.
+    evidence_dir = os.path.join(root, EVIDENCE_DIR)
+    kept = os.path.join(evidence_dir, f"{run_id}.json")
+    state = os.path.join(root, run_path(run_id))
+    move = f"mkdir -p {shlex.quote(evidence_dir)} && mv -n {shlex.quote(state)} {shlex.quote(kept)}"
     return Situation(
         "run-unreadable",
         f"Run {run_id} is corrupt or unsafe",
@@ -357,10 +369,11 @@ def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Si
         known,
         [
             "Inspect the workspace changes the old run may already have made.",
-            "Keep the old run file as evidence; do not edit it.",
+            f"Keep the old run file as evidence, unedited: while it stays in {RUNS}/ every start in this "
+            f"project is refused, so move it to {EVIDENCE_DIR}/ (first command).",
         ],
         f"Create a fresh run from the same plan under the new, unused id {advice.new_run_id}. {advice.warning}",
-        command=advice.command,
+        command=f"{move}\n{create}",
         fresh_run=advice,
     )
 

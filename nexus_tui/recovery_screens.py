@@ -71,7 +71,7 @@ class RecoveryScreen(ModalScreen[str | None]):
                     step += " Afterwards: " + ", ".join(situation.then) + "."
                 yield Static(plain(self.shown_text(step)), classes="statement")
                 if situation.command:
-                    yield Label("Command (run it yourself after checking)", classes="section")
+                    yield Label("Commands (run them yourself after checking)", classes="section")
                     yield Static(plain(self.shown_text(situation.command)), id="recovery-command")
                 advice = situation.fresh_run
                 if advice is not None:
@@ -84,7 +84,7 @@ class RecoveryScreen(ModalScreen[str | None]):
                         )
                     yield Static(plain(self.shown_text(words)), id="recovery-plan")
                     yield Static(plain(self.shown_text(advice.warning)), classes="caution")
-                yield Static("", id="dialog-error")
+            yield Static("", id="dialog-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Close", id="close")
                 if situation.command:

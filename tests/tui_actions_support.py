@@ -123,12 +123,12 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def write_dead_writer_lock(root: Path) -> str:
+def write_dead_writer_lock(root: Path, host: str | None = None) -> str:
     """A writer.lock as the core writes it, owned by a pid that cannot be alive; its hash."""
     owner = {
         "token": str(uuid.uuid4()),
         "pid": 4194304,
-        "hostname": os.uname().nodename,
+        "hostname": host or os.uname().nodename,
         "createdAt": "2026-11-30T00:00:00.000Z",
     }
     raw = canonical.compact(owner).encode("utf-8")

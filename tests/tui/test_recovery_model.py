@@ -27,7 +27,7 @@ from tui_actions_support import (
     write_result,
 )
 
-from nexus_core import engine
+from nexus_core import canonical, engine
 from nexus_core.errors import NexusError
 from nexus_core.store import load_run
 from nexus_core.timeutil import now_ms
@@ -260,6 +260,7 @@ def test_corrupt_run_file_gives_a_fresh_run_without_repairing(tmp_path: Path) ->
     assert situation.fresh_run is not None and situation.fresh_run.plan is None
     assert any("cannot be recovered" in line for line in situation.known)
     assert situation.fresh_run.new_run_id == "demo-fresh"
+    assert "PLAN.json: your original plan file" in (situation.command or "")
     assert "may redo work" in situation.next_step
     assert tree_digest(root) == before
 
@@ -274,13 +275,16 @@ def test_unsafe_run_file_plan_recovered_and_the_command_works(tmp_path: Path) ->
     assert advice is not None and advice.plan is not None
     assert any("group- or world-writable" in line for line in situation.known)
     assert advice.new_run_id == "demo-fresh-2"  # demo-fresh is taken
-    assert situation.command == f"nexus create --plan {advice.plan_file} -d {root}"
+    move, create = situation.command.split("\n")
+    assert create == f"nexus create --plan {advice.plan_file} -d {root}"
     path = recovery.save_fresh_plan(advice)
     try:
         with pytest.raises(FileExistsError):
             recovery.save_fresh_plan(advice)  # never overwrites
+        # The operator runs the commands as shown: move the unreadable file out of runs/, create.
+        assert subprocess.run(["bash", "-c", move], timeout=30).returncode == 0
         result = subprocess.run(
-            [sys.executable, "-m", "nexus_core.cli", "create", "--plan", path, "-d", str(root)],
+            [sys.executable, "-m", "nexus_core.cli", *create.split()[1:]],
             capture_output=True,
             text=True,
             timeout=60,
@@ -290,10 +294,11 @@ def test_unsafe_run_file_plan_recovered_and_the_command_works(tmp_path: Path) ->
         os.unlink(path)
     fresh = load_run(str(root), "demo-fresh-2")
     assert [t["id"] for t in fresh["plan"]["tasks"]] == ["a", "p"]
-    original = recovery._plan_from_bytes(str(root), "demo")[0]
-    assert original is not None
+    kept = root / ".bmad-plus/nexus/evidence/demo.json"
+    assert oct(kept.stat().st_mode & 0o777) == "0o666"  # moved whole, nothing was repaired
+    original = canonical.parse(kept.read_text())["run"]["plan"]
     assert fresh["plan"]["tasks"] == original["tasks"]  # the same plan, re-derived by create
-    assert oct(state.stat().st_mode & 0o777) == "0o666"  # nothing was repaired
+    engine.start_task(str(root), "demo-fresh-2", "a", {"backend": HOST})  # starts are possible again
 
 
 def test_failed_task_retry_paths_and_budget(tmp_path: Path) -> None:
