@@ -38,6 +38,7 @@ SAFETY_RESCAN_SECONDS = 5.0
 POLL_RESCAN_SECONDS = 1.0
 WATCH_DEBOUNCE_MS = 50
 WATCH_STEP_MS = 10
+WATCH_ARMED_MS = 300
 
 
 # ----------------------------------------------------------------- plumbing
@@ -649,7 +650,10 @@ class NexusApp(App[None]):
             self._requests.ask(i, everything=everything, runs=runs)
 
     def on_project_scanned(self, message: ProjectScanned) -> None:
-        pane = self.panes[message.index]
+        panes = self.panes
+        if message.index >= len(panes) or not self.is_running:
+            return  # shutting down
+        pane = panes[message.index]
         if message.scope_paths != pane.scope_paths or (message.snapshot.root and self._base_appeared(pane, message)):
             pane.scope_paths = message.scope_paths
             stop = self._watch_stops.get(message.index)
@@ -701,6 +705,7 @@ class NexusApp(App[None]):
             if not paths:
                 await self._sleep_or_stop(stop, 1.0)
                 continue
+            armed = False
             try:
                 async for changes in awatch(
                     *paths,
@@ -710,8 +715,16 @@ class NexusApp(App[None]):
                     stop_event=stop,
                     recursive=True,
                     ignore_permission_denied=True,
+                    rust_timeout=WATCH_ARMED_MS,
+                    yield_on_timeout=True,
                 ):
-                    self._on_changes(index, root or "", {path for _, path in changes})
+                    if not armed:
+                        # The watcher is live now: rescan once for whatever changed while it
+                        # was being (re)started.
+                        armed = True
+                        self.request_scan(index, everything=True)
+                    if changes:
+                        self._on_changes(index, root or "", {path for _, path in changes})
             except Exception:  # a watched scope vanished; the periodic rescan covers the gap
                 await self._sleep_or_stop(stop, 1.0)
 

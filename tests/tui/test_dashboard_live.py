@@ -1,0 +1,124 @@
+"""Live behaviour: watcher and polling updates, staleness from scope edits, broken run files,
+keyed updates that keep the cursor, and the read-only proof."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from dashboard_kit import (
+    HOST,
+    cell,
+    detail_text,
+    eventually,
+    finish,
+    loaded,
+    quiet_app,
+    row_keys,
+    select,
+    small_project,
+    status_text,
+    tree_fingerprint,
+)
+from fixture_tools import relocate
+
+from nexus_core import engine
+from nexus_tui.demo import build_demo
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_watcher_shows_a_rewritten_run_file_and_keeps_the_cursor(tmp_path: Path) -> None:
+    root = small_project(tmp_path / "p")
+    app = quiet_app([root], watch=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        pane = app.pane
+        await select(pilot, "live", "t2")
+        table_before = pane.tasks
+        assert cell(pane.tasks, "t1", "execution") == "running"
+        # Another process (here: the engine in this test) rewrites the state file.
+        finish(root, "live", "t1", summary="finished by a worker", accept=False)
+        await eventually(pilot, lambda: cell(pane.tasks, "t1", "verification") == "passed")
+        assert cell(pane.tasks, "t1", "execution") == "completed"
+        # Same table, same rows, cursor still on t2.
+        assert pane.tasks is table_before
+        assert row_keys(pane.tasks) == ["t1", "t2", "t3"]
+        assert pane.task_id == "t2"
+        assert pane.tasks.cursor_row == 1
+        engine.start_task(root, "live", "t3", {"backend": HOST})
+        await eventually(pilot, lambda: cell(pane.tasks, "t3", "execution") == "running")
+        assert pane.task_id == "t2"
+
+
+async def test_poll_mode_alone_picks_up_changes(tmp_path: Path) -> None:
+    root = small_project(tmp_path / "p")
+    app = quiet_app([root], poll=True, watch=False, rescan_seconds=0.2)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        engine.start_task(root, "live", "t2", {"backend": HOST})
+        await eventually(pilot, lambda: cell(app.pane.tasks, "t2", "execution") == "running")
+
+
+async def test_editing_an_accepted_artifact_turns_the_task_stale(tmp_path: Path) -> None:
+    root = str(relocate("walkthrough", tmp_path))
+    app = quiet_app([root], watch=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        pane = app.pane
+        await select(pilot, "example", "result")
+        assert cell(pane.tasks, "result", "stale") == "—"
+        # Wait until the scope is watched (the watcher restarts on the new scope set).
+        await eventually(pilot, lambda: any(p.endswith("/work") for p in pane.scope_paths))
+        await pilot.pause(0.3)
+        Path(root, "work", "result.txt").write_text("done, then edited\n")
+        await eventually(pilot, lambda: cell(pane.tasks, "result", "stale") == "STALE")
+        assert "Stale evidence" in detail_text(app)
+        assert cell(pane.runs, "example", "stale") == "1"
+
+
+async def test_a_broken_run_file_keeps_its_last_good_view_flagged(tmp_path: Path) -> None:
+    root = small_project(tmp_path / "p")
+    state = Path(root, ".bmad-plus/nexus/runs/live.json")
+    good = state.read_bytes()
+    app = quiet_app([root], watch=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        pane = app.pane
+        await select(pilot, "live", "t1")
+        state.write_bytes(good[: len(good) // 2])  # a torn file, as a broken writer would leave
+        await eventually(pilot, lambda: cell(pane.runs, "live", "load").startswith("⚠"))
+        assert "Corrupt run state" in cell(pane.runs, "live", "load")
+        # The last good rows stay, and the detail says why they may be old.
+        assert row_keys(pane.tasks) == ["t1", "t2", "t3"]
+        assert cell(pane.tasks, "t1", "execution") == "running"
+        assert "failed to load" in detail_text(app)
+        state.write_bytes(good)
+        await eventually(pilot, lambda: cell(pane.runs, "live", "load") == "ok")
+        assert "failed to load" not in detail_text(app)
+
+
+async def test_watching_writes_nothing(tmp_path: Path) -> None:
+    """The read-only proof: a whole session with watcher, tick and rescans, every view and
+    navigation key, and the project tree (state, locks, scopes) is identical afterwards."""
+    info = build_demo(str(tmp_path / "demo"), seed=1, with_process=False)
+    root = info.directory
+    finish_root = small_project(tmp_path / "second")
+    before = tree_fingerprint(root), tree_fingerprint(finish_root)
+    app = quiet_app([root, finish_root], watch=True, tick=True, rescan_seconds=0.3)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        for keys in (
+            ["down", "down", "tab", "down", "down", "s", "s", "S"],
+            ["slash", *"state:stale", "enter", "escape"],
+            ["c", "question_mark", "escape", "p", "p", "r"],
+            ["right_square_bracket", "down", "tab", "down", "left_square_bracket"],
+        ):
+            await pilot.press(*keys)
+            await pilot.pause(0.2)
+        await pilot.pause(1.5)  # a few ticks and rescans
+        assert "writer.lock HELD" in status_text(app)
+    after = tree_fingerprint(root), tree_fingerprint(finish_root)
+    assert after == before
+    assert os.path.exists(os.path.join(root, ".bmad-plus/nexus/writer.lock"))
