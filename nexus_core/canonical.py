@@ -24,6 +24,9 @@ from typing import Any
 MAX_SAFE_INTEGER = 2**53 - 1
 _INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Values the C encoder writes exactly as JSON.stringify does once walk() has respelled numbers.
+_PLAIN = {str, bool, type(None)}
+_SCALARS = {str, bool, type(None), int, float}
 _JS_TRIM = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
     "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -97,9 +100,16 @@ class _Normaliser:
 
     def walk(self, value: Any) -> Any:
         if isinstance(value, dict):
-            keys = js_key_order(list(value))
-            return {k: self.walk(value[k]) for k in keys}
+            keys = list(value)
+            # Only a key starting with a digit can be index-like; min() finds one at C speed.
+            ordered = js_key_order(keys) if keys and min(keys) < ":" else keys
+            if set(map(type, value.values())) <= _PLAIN:
+                # Nothing inside to respell (e.g. a scope's hash map): hand it over as it is.
+                return value if ordered is keys else {k: value[k] for k in ordered}
+            return {k: self.walk(value[k]) for k in ordered}
         if isinstance(value, list):
+            if set(map(type, value)) <= _PLAIN:
+                return value
             return [self.walk(v) for v in value]
         if isinstance(value, float):
             return self.number(value)
@@ -111,7 +121,7 @@ class _Normaliser:
         if self.raw:
             pattern = re.compile(r'"\\u0000' + self.token + r':(\d+)\\u0000"')
             text = pattern.sub(lambda m: self.raw[int(m.group(1))], text)
-        if _SURROGATE.search(text):
+        if has_lone_surrogate(text):
             text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
         return text
 
@@ -126,8 +136,43 @@ def compact(value: Any) -> str:
 def pretty(value: Any) -> str:
     """``JSON.stringify(value, null, 2)``."""
     norm = _Normaliser()
-    text = json.dumps(norm.walk(value), ensure_ascii=False, indent=2, allow_nan=False)
-    return norm.finish(text)
+    pieces: list[str] = []
+    _indented(norm.walk(value), 0, pieces)
+    return norm.finish("".join(pieces))
+
+
+def _scalar(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _indented(value: Any, depth: int, out: list[str]) -> None:
+    """Append what ``json.dumps(value, indent=2)`` writes, without its pure-Python encoder for
+    the bulk: a container of scalars only (e.g. a hash map) goes through the C encoder with the
+    newline and indentation folded into its item separator. Pieces are joined once, so a
+    megabyte-sized map is not copied again at every level."""
+    is_dict = isinstance(value, dict)
+    if not is_dict and not isinstance(value, list):
+        out.append(_scalar(value))
+        return
+    if not value:
+        out.append("{}" if is_dict else "[]")
+        return
+    inner = "\n" + "  " * (depth + 1)
+    opening, closing = ("{", "}") if is_dict else ("[", "]")
+    out.append(opening + inner)
+    if set(map(type, value.values() if is_dict else value)) <= _SCALARS:
+        body = json.dumps(value, ensure_ascii=False, separators=("," + inner, ": "), allow_nan=False)
+        out.append(body[1:-1])
+    else:
+        separator = "," + inner
+        for index, item in enumerate(value.items() if is_dict else value):
+            if index:
+                out.append(separator)
+            if is_dict:
+                out.append(_scalar(item[0]) + ": ")
+                item = item[1]
+            _indented(item, depth + 1, out)
+    out.append("\n" + "  " * depth + closing)
 
 
 def _parse_int(text: str) -> int | float:
@@ -187,4 +232,11 @@ def js_trim(text: str) -> str:
 
 
 def has_lone_surrogate(text: str) -> bool:
-    return bool(_SURROGATE.search(text))
+    # A scan by the UTF-8 codec is far faster than the regex over megabytes of state.
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
