@@ -119,6 +119,147 @@ REGISTRY: list[ActionSpec] = [
 ]
 
 
+def _valid_now(operation: str) -> Available:
+    """Whether the core may accept ``operation`` for the selection (a cheap mirror of its
+    preconditions, no hashing); the dialog re-reads the state and the core decides."""
+    from .operations import unavailable_reason
+
+    def check(selection: Any) -> bool:
+        return (
+            unavailable_reason(
+                operation,
+                getattr(selection, "inspection", None),
+                getattr(selection, "task_id", None),
+                getattr(selection, "lock_fingerprint", None),
+                getattr(selection, "project", None),
+            )
+            is None
+        )
+
+    return check
+
+
+# The mutating actions (issue 6): each opens a confirmation dialog that states exactly what
+# will change; --read-only disables all of them in gate().
+_ACT = "Act (changes state)"
+REGISTRY += [
+    ActionSpec(
+        "start",
+        "n",
+        "Start",
+        "Start a host attempt for the selected task (the worker runs outside Nexus).",
+        mutating=True,
+        group=_ACT,
+        available=_valid_now("start"),
+    ),
+    ActionSpec(
+        "record",
+        "o",
+        "Record",
+        "Record the host worker's report: outcome, summary, exit code.",
+        mutating=True,
+        group=_ACT,
+        available=_valid_now("record"),
+    ),
+    ActionSpec(
+        "verify",
+        "v",
+        "Verify",
+        "Run the task's checks on the current artifacts, with live progress and Stop.",
+        mutating=True,
+        group=_ACT,
+        available=_valid_now("verify"),
+    ),
+    ActionSpec(
+        "accept",
+        "A",
+        "Accept",
+        "Accept the task on its current passed evidence (final; re-hashed first).",
+        mutating=True,
+        destructive=True,
+        group=_ACT,
+        available=_valid_now("accept"),
+    ),
+    ActionSpec(
+        "reconcile",
+        "e",
+        "Reconcile",
+        "Record what you observed (completed, failed, cancelled) once the owner has stopped.",
+        mutating=True,
+        destructive=True,
+        group=_ACT,
+        available=_valid_now("reconcile"),
+    ),
+    ActionSpec(
+        "retry",
+        "N",
+        "Retry",
+        "Start a new host attempt after a failed/cancelled attempt or a failed verification.",
+        mutating=True,
+        footer=False,
+        group=_ACT,
+        available=_valid_now("retry"),
+    ),
+    ActionSpec(
+        "launch",
+        "l",
+        "Launch",
+        "Launch the task's execution contract and supervise it, with live progress and Stop.",
+        mutating=True,
+        footer=False,
+        group=_ACT,
+        available=_valid_now("launch"),
+    ),
+    ActionSpec(
+        "collect",
+        "C",
+        "Collect",
+        "Collect the owned process receipt of the latest attempt.",
+        mutating=True,
+        footer=False,
+        group=_ACT,
+        available=_valid_now("collect"),
+    ),
+    ActionSpec(
+        "cancel_attempt",
+        "x",
+        "Cancel attempt",
+        "Request cancellation of the latest attempt (type the task id to confirm).",
+        mutating=True,
+        destructive=True,
+        footer=False,
+        group=_ACT,
+        available=_valid_now("cancel"),
+    ),
+    ActionSpec(
+        "recover_lock",
+        "L",
+        "Recover lock",
+        "Remove a writer.lock left by a dead process (type its fingerprint to confirm).",
+        mutating=True,
+        destructive=True,
+        footer=False,
+        group=_ACT,
+        available=_valid_now("recover-lock"),
+    ),
+    ActionSpec(
+        "recovery_guide",
+        "g",
+        "Recovery",
+        "Guided recovery: every situation that needs an operator, what to check, the safe next step.",
+        group=_ACT,
+    ),
+    ActionSpec(
+        "toggle_action_log",
+        "h",
+        "Action log",
+        "Show or hide the log of the actions made in this session (input and result).",
+        footer=False,
+        group=_ACT,
+    ),
+]
+
+
 def spec(action_id: str) -> ActionSpec | None:
     for entry in REGISTRY:
         if entry.id == action_id:

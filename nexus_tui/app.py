@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -31,6 +31,7 @@ from nexus_core.store import BASE
 from nexus_core.timeutil import now_ms
 
 from . import actions, render
+from .action_wiring import ActionsMixin
 from .model import ProjectScanner, ProjectSnapshot, RunView, TaskRow, covers
 
 TICK_SECONDS = 1.0
@@ -98,6 +99,8 @@ class Selection:
     attempt_id: str | None = None
     lock_fingerprint: str | None = None
     state_path: str | None = None
+    # The selected run as inspected (for the availability of actions); not part of equality.
+    inspection: Any = field(default=None, compare=False, repr=False)
 
 
 def parse_filter(text: str) -> list[tuple[str, str]]:
@@ -223,6 +226,7 @@ class ProjectPane(Vertical):
             attempt_id=attempt_id,
             lock_fingerprint=self.snapshot.writer_lock.fingerprint if self.snapshot else None,
             state_path=f"{root}/{view.state_path}" if root and view else None,
+            inspection=view.inspection if view else None,
         )
 
     # -- applying snapshots
@@ -539,7 +543,7 @@ class HelpScreen(ModalScreen[None]):
 # ----------------------------------------------------------------- the app
 
 
-class NexusApp(App[None]):
+class NexusApp(ActionsMixin, App[None]):
     TITLE = "nexus"
     CSS = """
     Screen { layout: vertical; }
