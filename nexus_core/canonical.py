@@ -215,7 +215,9 @@ def same(a: Any, b: Any) -> bool:
 
 def utf16_len(text: str) -> int:
     """``String.prototype.length``: UTF-16 code units."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf16_key(text: str) -> bytes:

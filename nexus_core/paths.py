@@ -9,7 +9,7 @@ import stat
 from .canonical import js_trim, utf16_len
 from .errors import NexusError, fail
 
-_FORBIDDEN = set('\\:<>"|?*')
+_UNSAFE_CHAR = re.compile(r'[\\:<>"|?*\x00-\x1f]')
 _RESERVED = re.compile(r"(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\.|\Z)", re.IGNORECASE | re.ASCII)
 _STATE_DIRS = (".bmad-plus/nexus", ".git")
 
@@ -79,7 +79,7 @@ def text_ok(value: object, limit: int) -> bool:
 
 
 def _is_unsafe(value: str) -> bool:
-    if any(ch in _FORBIDDEN or ord(ch) < 32 for ch in value):
+    if _UNSAFE_CHAR.search(value):
         return True
     if value.startswith("/"):
         return True

@@ -62,24 +62,48 @@ def file_hash(root: str, file: str, required: bool, trusted_dir: str | None = No
     relative(file)
     path = safe_target(root, file, trusted_dir)
     try:
-        info = os.stat(path)
+        # O_NONBLOCK: should the path turn into a FIFO after the check, never wait on it.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         if required:
             raise fail(f"Required file is missing: {file}") from None
         return None
-    if info.st_size > FILE_LIMIT:
-        raise fail(f"File exceeds the 16 MiB snapshot limit: {file}")
-    cache = _observed.get()
-    if cache is not None:
-        hit = cache.get(_cache_key(info))
-        if hit is not None:
-            return hit
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb", buffering=0) as handle:
-        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise fail(f"Adapter target is not a regular file: {path}")
+        if info.st_size > FILE_LIMIT:
+            raise fail(f"File exceeds the 16 MiB snapshot limit: {file}")
+        cache = _observed.get()
+        if cache is not None:
+            hit = cache.get(_cache_key(info))
+            if hit is not None:
+                return hit
+        digest = _digest_fd(fd, info.st_size)
+    finally:
+        os.close(fd)
     if cache is not None:
         cache[_cache_key(info)] = digest
     return digest
+
+
+def _digest_fd(fd: int, size: int) -> str:
+    """sha256 of an open file: one read for a small file (no per-file 256 KiB buffer as
+    ``hashlib.file_digest`` allocates), 1 MiB chunks otherwise."""
+    digest = hashlib.sha256()
+    if size < _CHUNK:
+        chunk = os.read(fd, _CHUNK)
+        while chunk:
+            digest.update(chunk)
+            chunk = os.read(fd, _CHUNK)
+        return digest.hexdigest()
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    while True:
+        count = os.readv(fd, [buffer])
+        if not count:
+            return digest.hexdigest()
+        digest.update(view[:count])
 
 
 def files_snapshot(root: str, files: list[str], required: bool = True) -> dict[str, str | None]:
