@@ -562,6 +562,22 @@ def _listing(states: list[TaskState]) -> str:
     return "; ".join(f"{s.task}: {s.state}" + (f" ({s.detail})" if s.detail else "") for s in states)
 
 
+def lock_problem(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) -> str | None:
+    """A lock that blocks every mutation until an operator acts: unsafe, unreadable, or left by
+    a process that is gone (on this host; another host's owner cannot be probed)."""
+    for name, lock in snapshot.locks.items():
+        if lock is None:
+            continue
+        if "unsafe" in lock:
+            return f"{name}.lock is unsafe ({lock['unsafe']}); inspect it by hand"
+        owner = lock.get("owner")
+        if not isinstance(owner, dict):
+            return f"{name}.lock has no readable owner; inspect it, then recover-lock"
+        if _pid_gone(owner, hostname(), alive):
+            return f"{name}.lock was left by pid {owner.get('pid')}, which is gone; inspect it, then recover-lock"
+    return None
+
+
 def verdict_for(snapshot: Snapshot, run_id: str, task_id: str | None = None) -> Verdict:
     """Whether the run (or the task with its dependencies) has settled, and with what code."""
     subject = f"Run {run_id}" if task_id is None else f"Task {task_id} of run {run_id}"
@@ -570,6 +586,10 @@ def verdict_for(snapshot: Snapshot, run_id: str, task_id: str | None = None) -> 
             return Verdict(True, EXIT_ERROR, "error", snapshot.error or "unknown run", ())
         return Verdict(True, EXIT_OPERATOR, "needs-operator", f"{subject} is unreadable: {snapshot.error}", ())
     states = classify_run(snapshot.view, task_id, snapshot.at_ms)
+    stuck = lock_problem(snapshot)
+    if stuck is not None:
+        # No mutation can happen until an operator deals with the lock, whatever else is running.
+        return Verdict(True, EXIT_OPERATOR, "needs-operator", f"{subject} needs an operator: {stuck}.", tuple(states))
     by = {category: [s for s in states if s.category == category] for category in (MOVING, OPERATOR, BUDGET)}
     unfinished = [s for s in states if s.category == UNFINISHED]
     frozen = tuple(states)

@@ -151,6 +151,16 @@ def test_corrupt_and_unsafe_run_files_exit_3(project: Project) -> None:
     assert stat.S_IMODE(project.run_file.stat().st_mode) == 0o666  # reported, never repaired
 
 
+def test_lock_left_by_a_dead_process_needs_operator(project: Project) -> None:
+    project.create(task_def("a"))
+    project.start("a")  # running, but no mutation can happen until the lock is recovered
+    owner = dead_pid()
+    project.hand_lock(owner)
+    code, last = outcome(project.wait(*FAST))
+    assert code == 3
+    assert f"writer.lock was left by pid {owner}, which is gone; inspect it, then recover-lock" in last
+
+
 def test_dead_verifier_needs_operator(project: Project) -> None:
     slow = task_def("a", checks=[{"id": "slow", "command": "/bin/sh", "args": ["-c", "sleep 30"], "timeoutMs": 60000}])
     project.create(slow)
@@ -367,7 +377,7 @@ def test_wait_is_read_only(project: Project, tmp_path: Path) -> None:
     project.create(task_def("a"), task_def("b"))
     project.finish("a")
     project.start("b")
-    project.hand_lock(dead_pid())
+    project.hand_lock(os.getpid())  # a mutation in progress: not a reason to stop waiting
     os.chmod(project.root / "out" / "a" / "result.txt", 0o644)
     before = tree_digest(project.root)
     for extra in (("--idle-timeout", "1"), ("--idle-timeout", "1", "--poll", "--json")):
