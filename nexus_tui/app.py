@@ -557,7 +557,7 @@ class NexusApp(ActionsMixin, App[None]):
     .tasks { height: 1fr; }
     .filter { height: 3; }
     .detail { width: 2fr; border-left: solid $primary-darken-2; padding: 0 1; }
-    .attempts { height: auto; max-height: 100%; }
+    .attempts { height: auto; max-height: 100%; scrollbar-size-horizontal: 0; }
     .detail-verification { margin-top: 1; }
     .status { height: 2; padding: 0 1; background: $panel; }
     HelpScreen { align: center middle; }

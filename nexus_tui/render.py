@@ -62,6 +62,11 @@ EXCERPT_LINES = 6
 EXCERPT_CHARS = 600
 
 
+def command_label(path: str) -> str:
+    """The executable's name; its full path and hash are in the plan (inspect --json)."""
+    return os.path.basename(path)
+
+
 def plain(value: object, style: str = "") -> Text:
     """Untrusted text: never parsed as markup; control characters made visible."""
     text = "" if value is None else str(value)
@@ -79,7 +84,7 @@ def flag_cell(on: bool, word: str) -> Text:
     return Text(word, style="bold red") if on else Text("—", style="dim")
 
 
-def progress_cell(view: RunView, width: int = 12) -> Text:
+def progress_cell(view: RunView, width: int = 8) -> Text:
     total = view.total
     if total == 0:
         return Text("no tasks" if view.error is None else "unreadable", style="dim")
@@ -114,20 +119,18 @@ def lock_badge(snapshot: ProjectSnapshot) -> Text:
     if not lock.present:
         return Text("—", style="dim")
     if lock.alive is False:
-        return Text("dead owner", style="bold red")
+        return Text("dead", style="bold red")
     return Text("held", style="yellow")
 
 
 def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int) -> dict[str, Text]:
     run_label = Text(view.run_id, style="bold")
-    attention = sum(count for state, count in view.counts if state in ATTENTION)
     return {
         "run": run_label,
         "progress": progress_cell(view),
         "states": states_cell(view),
         "stale": Text(str(view.stale), style="bold red") if view.stale else Text("0", style="dim"),
         "overdue": Text(str(view.overdue), style="bold red") if view.overdue else Text("0", style="dim"),
-        "attention": Text(str(attention), style="red") if attention else Text("0", style="dim"),
         "lock": lock_badge(snapshot),
         "load": Text("⚠ " + view.error, style="bold red") if view.error else Text("ok", style="green"),
         "updated": Text(age_text(view.updated_at, now).removesuffix(" ago"), style="dim"),
@@ -140,7 +143,6 @@ RUN_COLUMNS = (
     ("states", "States"),
     ("stale", "Stale"),
     ("overdue", "Overdue"),
-    ("attention", "Attn"),
     ("lock", "Lock"),
     ("load", "File"),
     ("updated", "Updated"),
@@ -283,7 +285,7 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
     _line(header, "artifacts", ", ".join(definition.get("artifacts") or []) or "—")
     if definition.get("execution"):
         execution = definition["execution"]
-        command = os.path.basename(str(execution.get("command", "")))
+        command = command_label(str(execution.get("command", "")))
         _line(header, "worker", f"{execution.get('adapter')}: {' '.join([command, *execution.get('args', [])])}")
     _line(header, "acceptance", value_cell(task["integration"]))
     if task.get("acceptedAt"):
@@ -372,7 +374,8 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
         cancel_node = node.add(label_text, expand=True)
         for key in ("requestedAt", "reason", "termination", "reconciledAt", "resolvedOutcome"):
             if key in cancellation:
-                cancel_node.add(Text(f"{key:<15}", style="dim") + plain(cancellation[key]))
+                field_node = cancel_node.add(Text(key, style="dim"), expand=True)
+                _wrapped(field_node, cancellation[key])
     if attempt.get("blockedRequest"):
         node.add(Text("blocked request ", style="bold red") + plain(attempt["blockedRequest"]))
     process = attempt.get("process")
@@ -481,7 +484,7 @@ def verification_text(attempt: dict[str, Any], now: int) -> Text:
         text.append("\n")
         if receipt.get("command"):
             text.append("  $ ", style="dim")
-            command = os.path.basename(str(receipt["command"]))  # the full path is in the plan
+            command = command_label(str(receipt["command"]))
             text.append(plain(" ".join([command, *map(str, receipt.get("args") or [])]), "dim"))
             text.append("\n")
         if receipt.get("error"):

@@ -1,0 +1,93 @@
+"""Snapshots of the main views on the deterministic demo: fixed size, frozen clock, no watcher,
+no tick, no periodic rescan, no focused input (so no cursor blink).
+
+The demo is built once per worker by the real core with a fixed start time, seed and recorded
+identity (pid 4242 on `demo-host`); the machine-specific bits left (this host's name for the
+lock liveness probe, the interpreter's file name) are pinned below. Review every SVG you
+accept: `pytest tests/tui/test_dashboard_snapshots.py --snapshot-update`, then open them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from dashboard_kit import quiet_app, select
+from textual.pilot import Pilot
+
+from nexus_core import timeutil
+from nexus_tui.demo import FIXED_START, DemoInfo, build_demo
+
+SIZE = (170, 46)
+DEMO_HOST = "demo-host"
+
+
+@pytest.fixture(scope="session")
+def frozen_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoInfo:
+    parent = tmp_path_factory.mktemp("snapshots")
+    return build_demo(str(parent / "demo"), start=FIXED_START, seed=5, identity=(4242, DEMO_HOST), with_process=False)
+
+
+@pytest.fixture
+def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
+    monkeypatch.setattr("nexus_tui.model.hostname", lambda: DEMO_HOST)
+    monkeypatch.setattr("nexus_tui.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path)))
+    frozen = frozen_demo.finished_at + 60
+    timeutil.set_clock(lambda: frozen)
+    parent = os.path.dirname(frozen_demo.directory)
+
+    def make() -> Any:
+        return quiet_app([frozen_demo.directory], display_path=lambda path: path.replace(parent, "~"))
+
+    return make
+
+
+def then(*steps: Callable[[Pilot[None]], Awaitable[None]]) -> Callable[[Pilot[None]], Awaitable[None]]:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await asyncio.wait_for(pilot.app.loaded.wait(), 60)  # type: ignore[attr-defined]
+        await pilot.pause()
+        for step in steps:
+            await step(pilot)
+        await pilot.pause()
+
+    return run_before
+
+
+def test_overview_with_a_stale_accepted_task(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
+    async def pick(pilot: Pilot[None]) -> None:
+        await select(pilot, "release", "client")
+
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
+
+
+def test_failed_verification_then_retry(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
+    async def pick(pilot: Pilot[None]) -> None:
+        await select(pilot, "release", "migrate")
+
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
+
+
+def test_cancelled_attempt_awaiting_reconciliation(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
+    async def pick(pilot: Pilot[None]) -> None:
+        await select(pilot, "release", "cleanup")
+
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
+
+
+def test_filter_on_tasks_needing_attention(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
+    async def pick(pilot: Pilot[None]) -> None:
+        await select(pilot, "release")
+        await pilot.press("slash", *"state:attention", "enter")
+
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
+
+
+def test_help_screen(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
+    async def pick(pilot: Pilot[None]) -> None:
+        await pilot.press("question_mark")
+
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
