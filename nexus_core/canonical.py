@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
-import secrets
 from typing import Any
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -94,7 +94,7 @@ class _Normaliser:
         if text == repr(value):
             return value
         if not self.token:
-            self.token = secrets.token_hex(8)
+            self.token = os.urandom(8).hex()
         self.raw.append(text)
         return f"\x00{self.token}:{len(self.raw) - 1}\x00"
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from typing import Any, NoReturn
 
-import click
-
 from . import canonical
 from .errors import NexusError
 
@@ -112,28 +110,49 @@ def _usage_error(message: str) -> NoReturn:
     sys.exit(1)
 
 
-@click.command(
-    name="nexus",
-    context_settings={"help_option_names": ["-h", "--help"]},
-    help="Launch or coordinate attempts, recover interrupted work and verify current artifacts.\n\n"
-    "\b\n"
-    "  nexus create --plan FILE [--json] [-d DIR]\n"
-    "  nexus inspect [RUN] [--json] [-d DIR]\n"
-    "  nexus recover-lock --input FILE [--json] [-d DIR]\n"
-    "  nexus start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK\n"
-    "        [--input FILE] [--json] [-d DIR]\n"
-    "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
-    "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]",
-)
-@click.argument("action")
-@click.argument("run", required=False)
-@click.argument("task", required=False)
-@click.option("-d", "--directory", default=".", metavar="PATH", help="Project directory (default: the current one).")
-@click.option("--plan", "plan", metavar="FILE", help="JSON task plan for create.")
-@click.option("--input", "input_file", metavar="FILE", help="JSON observation or host identity for a mutation.")
-@click.option("--json", "as_json", is_flag=True, help="Print durable state and evidence as JSON.")
-@click.version_option(package_name="nexus-registry", prog_name="nexus")
-def nexus(
+def _command() -> Any:
+    """The click command, built on first use: click costs tens of milliseconds to import and
+    the plain ``inspect`` forms do without it (see ``_plain_inspect``)."""
+    import click
+
+    @click.command(
+        name="nexus",
+        context_settings={"help_option_names": ["-h", "--help"]},
+        help="Launch or coordinate attempts, recover interrupted work and verify current artifacts.\n\n"
+        "\b\n"
+        "  nexus create --plan FILE [--json] [-d DIR]\n"
+        "  nexus inspect [RUN] [--json] [-d DIR]\n"
+        "  nexus recover-lock --input FILE [--json] [-d DIR]\n"
+        "  nexus start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK\n"
+        "        [--input FILE] [--json] [-d DIR]\n"
+        "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
+        "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]",
+    )
+    @click.argument("action")
+    @click.argument("run", required=False)
+    @click.argument("task", required=False)
+    @click.option(
+        "-d", "--directory", default=".", metavar="PATH", help="Project directory (default: the current one)."
+    )
+    @click.option("--plan", "plan", metavar="FILE", help="JSON task plan for create.")
+    @click.option("--input", "input_file", metavar="FILE", help="JSON observation or host identity for a mutation.")
+    @click.option("--json", "as_json", is_flag=True, help="Print durable state and evidence as JSON.")
+    @click.version_option(package_name="nexus-registry", prog_name="nexus")
+    def nexus(
+        action: str,
+        run: str | None,
+        task: str | None,
+        directory: str,
+        plan: str | None,
+        input_file: str | None,
+        as_json: bool,
+    ) -> None:
+        run_action(action, run, task, directory, plan, input_file, as_json)
+
+    return nexus
+
+
+def run_action(
     action: str,
     run: str | None,
     task: str | None,
@@ -141,7 +160,7 @@ def nexus(
     plan: str | None,
     input_file: str | None,
     as_json: bool,
-) -> None:
+) -> NoReturn:
     try:
         result = dispatch(action, run, task, directory, plan, input_file)
     except NexusError as error:
@@ -181,6 +200,29 @@ def _positional_count(words: list[str]) -> int:
     return count
 
 
+def _plain_inspect(words: list[str]) -> tuple[str | None, str, bool] | None:
+    """(run, directory, as_json) for ``inspect [RUN] [--json] [-d DIR]`` written plainly, else
+    None (click then parses, with its exact errors). Start-up is most felt on inspect."""
+    if not words or words[0] != "inspect":
+        return None
+    run: str | None = None
+    directory: str | None = None
+    as_json = False
+    rest = iter(words[1:])
+    for word in rest:
+        if word == "--json" and not as_json:
+            as_json = True
+        elif word in ("-d", "--directory") and directory is None:
+            directory = next(rest, None)
+            if directory is None or directory.startswith("-"):
+                return None
+        elif not word.startswith("-") and run is None:
+            run = word
+        else:
+            return None
+    return run, "." if directory is None else directory, as_json
+
+
 def main(argv: list[str] | None = None) -> None:
     words = argv if argv is not None else sys.argv[1:]
     if words and words[0] in ("wait", "loop"):
@@ -188,8 +230,13 @@ def main(argv: list[str] | None = None) -> None:
         from .supervise import supervise_main
 
         supervise_main(list(words))
+    plain = _plain_inspect(list(words))
+    if plain is not None:
+        run_action("inspect", plain[0], None, plain[1], None, None, plain[2])
+    import click
+
     try:
-        nexus.main(args=argv, prog_name="nexus", standalone_mode=False)
+        _command().main(args=argv, prog_name="nexus", standalone_mode=False)
     except click.exceptions.NoSuchOption as error:
         _usage_error(f"unknown option '{error.option_name}'")
     except click.exceptions.MissingParameter as error:

@@ -5,12 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import __version__
-from .engine import definition_of, evidence_current, is_active, latest
 from .errors import NexusError
 from .locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from .paths import root_of
-from .process import receipt_file_status
-from .snapshots import protected_snapshot
 from .store import Run, list_run_ids, list_temp_files, load_run
 from .timeutil import now_ms, parse_iso_ms
 
@@ -74,6 +71,11 @@ def process_observation(attempt: dict[str, Any], now: int, receipt_file: str | N
 
 
 def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], now: int) -> dict[str, Any]:
+    # Imported here: the inventory (plain ``nexus inspect``) never needs the engine.
+    from .engine import definition_of, evidence_current, is_active, latest
+    from .process import receipt_file_status
+    from .snapshots import protected_snapshot
+
     definition = definition_of(run, task["id"])
     attempt = latest(task)
     active = is_active(task)
