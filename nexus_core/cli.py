@@ -62,8 +62,16 @@ def exit_code_for(action: str, task_id: str | None, result: dict[str, Any]) -> i
 def dispatch(
     action: str, run: str | None, task: str | None, directory: str, plan: str | None, input_file: str | None
 ) -> dict[str, Any]:
-    from . import engine, locks, observe
     from .inputs import read_input_file
+
+    if action == "inspect" and task is None:
+        if input_file is not None or plan is not None:
+            raise NexusError("inspect is read-only and takes no input file.")
+        from . import observe
+
+        return observe.inspect_run(directory, run)
+    # Imported after inspect: the inventory answers without loading the engine.
+    from . import engine, locks
     from .paths import root_of
 
     if action == "create" and run is None and task is None:
@@ -76,10 +84,6 @@ def dispatch(
             raise NexusError("recover-lock uses --input.")
         recovery_options = read_input_file(input_file, "--input")
         return locks.recover_lock(root_of(directory), recovery_options)
-    if action == "inspect" and task is None:
-        if input_file is not None or plan is not None:
-            raise NexusError("inspect is read-only and takes no input file.")
-        return observe.inspect_run(directory, run)
     if action not in MUTATIONS or not run or not task or plan is not None:
         raise NexusError(USAGE)
     if action in ("verify", "accept"):

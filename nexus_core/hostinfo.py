@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import errno
 import os
-import socket
 
 
 def hostname() -> str:
+    import socket  # here, not at the top: inspect rarely needs it (start-up time)
+
     return socket.gethostname()
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,8 +74,14 @@ def _release(root: str, rel: str, token: str) -> None:
             os.unlink(path)
 
 
+def owner_token() -> str:
+    import uuid  # here, not at the top: a read-only inspect takes no lock (start-up time)
+
+    return str(uuid.uuid4())
+
+
 def new_owner() -> dict[str, Any]:
-    return {"token": str(uuid.uuid4()), "pid": pid(), "hostname": hostname(), "createdAt": now_iso()}
+    return {"token": owner_token(), "pid": pid(), "hostname": hostname(), "createdAt": now_iso()}
 
 
 def try_acquire_writer(root: str) -> str | None:
@@ -188,7 +193,7 @@ def recover_lock(root: str, options: dict[str, Any]) -> dict[str, Any]:
             "recoveredAt": now_iso(),
             "evidenceClass": "operator-observation",
         }
-        atomic_write(root, f"{LOCK_RECOVERY_DIR}/{uuid.uuid4()}.json", canonical.pretty(receipt) + "\n")
+        atomic_write(root, f"{LOCK_RECOVERY_DIR}/{owner_token()}.json", canonical.pretty(receipt) + "\n")
         again = lock_snapshot(root, WRITER_LOCK)
         if again is None or again["hash"] != observed["hash"]:
             raise fail("Lock changed during recovery.")

@@ -6,7 +6,6 @@ import contextlib
 import os
 import re
 import stat
-import uuid
 from typing import Any
 
 from . import canonical
@@ -67,6 +66,8 @@ def unsafe_reason(info: os.stat_result) -> str | None:
 def atomic_write(root: str, file: str, text: str) -> None:
     target = safe_target(root, file)
     make_dirs(os.path.dirname(target))
+    import uuid  # here, not at the top: a read-only inspect never writes (start-up time)
+
     temp_rel = f"{file}.{uuid.uuid4()}{TEMP_SUFFIX}"
     temp = safe_target(root, temp_rel)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
