@@ -145,9 +145,7 @@ def human(size: int) -> str:
 
 def bench_scopes(base: Path, shapes: list[tuple[int, int]], repeat: int) -> None:
     print("\n### Cost against scope size (one task whose scope holds the files)\n")
-    print(
-        "| files | file size | total | sha256sum | scope hash | ratio | verify | accept | inspect RUN (passed) |"
-    )
+    print("| files | file size | total | sha256sum | scope hash | ratio | verify | accept | inspect RUN (passed) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for count, size in shapes:
         root_path = base / f"scope-{count}-{size}"

@@ -5,7 +5,8 @@ Run by hand (prints a markdown table; nothing is asserted):
     python bench/bench_startup.py [--runs 30] [--imports]
 
 Each command runs ``--runs`` times, interleaved so that a burst of load hits all rows alike;
-the table gives the minimum and the median wall time. ``--imports`` adds the slowest imports
+the table gives the minimum and the median wall time, and the median CPU time (user + system
+of the child), which a loaded machine disturbs less. ``--imports`` adds the slowest imports
 of ``nexus inspect`` (``python -X importtime``, cumulative microseconds, best of 5).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -75,18 +77,25 @@ def main() -> None:
             "nexus --version (click path)": [script, "--version"],
         }
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(options.runs):
             for name, command in commands.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.perf_counter()
                 subprocess.run(command, capture_output=True, check=True)
                 times[name].append(time.perf_counter() - started)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         base_median = statistics.median(times["python -c pass"])
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {options.runs} runs each, interleaved\n")
-        print("| command | min ms | median ms | median minus python -c pass |")
-        print("|---|---:|---:|---:|")
+        print("| command | wall min ms | wall median ms | median minus python -c pass | CPU median ms |")
+        print("|---|---:|---:|---:|---:|")
         for name, values in times.items():
             median = statistics.median(values)
-            print(f"| {name} | {min(values) * 1000:.0f} | {median * 1000:.0f} | {(median - base_median) * 1000:+.0f} |")
+            print(
+                f"| {name} | {min(values) * 1000:.0f} | {median * 1000:.0f} | {(median - base_median) * 1000:+.0f} | "
+                f"{statistics.median(cpu[name]) * 1000:.0f} |"
+            )
         if options.imports:
             print_imports(script, root)
     finally:
