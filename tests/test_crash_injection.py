@@ -34,13 +34,33 @@ from reliability_support import (
     write_json,
 )
 
-from nexus_core import observe, store
+from nexus_core import observe, process, store
+from nexus_core.hostinfo import pid_alive
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK
 
 LONG = os.environ.get("NEXUS_LONG") == "1"
 KILLS = int(os.environ.get("NEXUS_KILLS", "0")) or (500 if LONG else 40)
 SEED = int(os.environ.get("NEXUS_SEED", "0")) or random.randrange(1 << 30)
+LAUNCH_KILLS = int(os.environ.get("NEXUS_LAUNCH_KILLS", "0")) or (150 if LONG else 15)
 MAX_ATTEMPTS = 10
+IDENTITY = ("kind", "id", "sessionId", "hostname", "ownerPid")
+WORKER_EXECUTION = {
+    "adapter": "command",
+    "command": "/bin/sh",
+    "input": "checks/brief.md",
+    "resources": ["checks/worker.sh"],
+}
+PROCESS_BACKEND = "not available yet" not in Path(process.__file__).read_text()
+
+
+def wait_for_exit(child_pid: object) -> None:
+    """A SIGKILLed supervisor's worker lives on briefly; reconcile waits for it to end."""
+    if not isinstance(child_pid, int):
+        return
+    for _ in range(500):
+        if not pid_alive(child_pid):
+            return
+        time.sleep(0.01)
 
 
 class Harness:
@@ -69,7 +89,11 @@ class Harness:
     def create(self, run_id: str, scopes: list[str]) -> None:
         for scope in scopes:
             add_work(self.root, scope)
-        plan = write_json(self.inputs / f"plan-{run_id}.json", plan_for(run_id, scopes, checks=2))
+        plan_value = plan_for(run_id, scopes, checks=2)
+        if run_id.startswith("proc"):
+            for task in plan_value["tasks"]:
+                task["execution"] = dict(WORKER_EXECUTION, args=["checks/worker.sh", task["scope"][0]])
+        plan = write_json(self.inputs / f"plan-{run_id}.json", plan_value)
         code, out, err = run_cli_json(self.root, "create", plan=plan)
         assert code == 0 and is_run(out), (out, err)
         self.runs[run_id] = scopes
@@ -81,9 +105,19 @@ class Harness:
         if task["integration"] == "accepted":
             return None
         attempt = latest_attempt(run, task_id)
+        definition = next(d for d in run["plan"]["tasks"] if d["id"] == task_id)
+        launched = bool(definition.get("execution"))
         if attempt is None:
-            return "start", {"backend": HOST_BACKEND}
-        bound = {"attemptId": attempt["id"], "backend": HOST_BACKEND}
+            return ("launch", {}) if launched else ("start", {"backend": HOST_BACKEND})
+        backend = {key: attempt["backend"][key] for key in IDENTITY if key in attempt["backend"]}
+        bound = {"attemptId": attempt["id"], "backend": backend}
+        process = attempt.get("process") or {}
+        if launched and process.get("receipt") is None and process.get("status") in ("starting", "running"):
+            # A killed supervisor: once its child is gone, the attempt is reconciled as failed.
+            wait_for_exit(process.get("childPid"))
+            return "reconcile", {**bound, "ownerStopped": True, "outcome": "failed", "summary": "Supervisor killed."}
+        if launched and process.get("status") == "finished" and not process.get("collectedAt"):
+            return "collect", bound
         verification = attempt["verification"]["status"]
         if len(task["attempts"]) >= MAX_ATTEMPTS and (
             attempt["execution"] in ("failed", "cancelled") or verification == "failed"
@@ -96,11 +130,13 @@ class Harness:
             worn = attempt["verificationRounds"] >= MAX_ATTEMPTS
             return "reconcile", {**reconcile, "outcome": "failed" if worn else "completed"}
         if attempt["execution"] in ("running", "blocked"):
+            if launched:
+                return "reconcile", {**reconcile, "outcome": "failed"}
             if self.rng.random() < 0.15:
                 return "cancel", {**bound, "reason": "Harness cancellation."}
             return "record", {**bound, "outcome": "completed", "summary": "Wrote the result.", "exitCode": 0}
         if attempt["execution"] in ("failed", "cancelled") or verification == "failed":
-            return "retry", {"backend": HOST_BACKEND}
+            return ("launch", {"retry": True}) if launched else ("retry", {"backend": HOST_BACKEND})
         if verification == "pending":
             if attempt["verificationRounds"] >= MAX_ATTEMPTS:
                 return "reconcile", {**reconcile, "outcome": "failed"}
@@ -160,7 +196,7 @@ class Harness:
         assert b"Traceback" not in err, err.decode()
         if is_run(result):
             self.acknowledged.append(result)
-            assert child.returncode == 0 or action == "verify", (action, result)
+            assert child.returncode == 0 or action in ("verify", "launch", "collect"), (action, result)
             # A writer that finished removes what killed writers left in runs/.
             assert store.list_temp_files(str(self.root)) == []
         else:
@@ -247,3 +283,37 @@ def test_sigkill_at_random_moments_never_loses_or_tears_state(tmp_path: Path) ->
     )
     # The kills must land inside mutations, not only during interpreter start-up.
     assert harness.locks_recovered + harness.verifications_reconciled > 0
+
+
+@pytest.mark.skipif(not PROCESS_BACKEND, reason="the process backend (launch) is not implemented")
+def test_sigkill_during_launch_never_loses_or_tears_state(tmp_path: Path) -> None:
+    rng = random.Random(SEED + 1)
+    root = make_project(tmp_path / "project")
+    (root / "checks" / "worker.sh").write_text('sleep 0.05\nprintf "done\\n" > "$1/result.txt"\n')
+    (root / "checks" / "brief.md").write_text("Write done.\n")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    harness = Harness(root, inputs, rng)
+    harness.create("proc", ["proc/a", "proc/b"])
+    generation = 0
+    while harness.kills < LAUNCH_KILLS:
+        pending = harness.pending_tasks()
+        if not pending:
+            generation += 1
+            harness.create(f"proc{generation}", [f"proc{generation}/a", f"proc{generation}/b"])
+            continue
+        run_id, task_id = rng.choice(pending)
+        harness.step(run_id, task_id, kill=True)
+        harness.check_and_recover()
+    for _ in range(60):
+        pending = harness.pending_tasks()
+        if not pending:
+            break
+        for run_id, task_id in pending:
+            harness.step(run_id, task_id, kill=False)
+        harness.check_and_recover()
+    assert harness.pending_tasks() == []
+    print(
+        f"\nlaunch crash injection (seed {SEED + 1}): {harness.kills} kills, {harness.completed} completed calls, "
+        f"{harness.locks_recovered} writer.lock recovered, {harness.fresh_runs} fresh runs"
+    )
