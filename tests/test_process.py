@@ -343,6 +343,7 @@ def test_supervisor_killed_mid_run(project: Path) -> None:
         supervisor.send_signal(signal.SIGKILL)
         supervisor.communicate(timeout=10)
         assert pid_alive(child), "killing the supervisor does not kill the child"
+        recover_lock_of_dead_owner(project, supervisor.pid)
         later = time.time() + 6
         timeutil.set_clock(lambda: later)
         observation = observe.inspect_run(str(project), "r")["observations"][0]
@@ -368,6 +369,17 @@ def test_supervisor_killed_mid_run(project: Path) -> None:
     assert task["attempts"][0]["execution"] == "failed"
     code, result, _ = cli(project, "collect", "r", "t", input_value=identity(attempt))
     assert result["error"] == "Nexus: Process receipt is not ready; inspect the original owner."
+
+
+def recover_lock_of_dead_owner(root: Path, owner_pid: int) -> None:
+    """A SIGKILL that lands during a heartbeat leaves writer.lock behind: recover it by the book."""
+    lock = observe.inspect_run(str(root))["lock"]
+    if lock is None:
+        return
+    assert lock["owner"]["pid"] == owner_pid
+    observation = {"expectedHash": lock["hash"], "ownerStopped": True, "note": "The supervisor was SIGKILLed."}
+    code, result, err = cli(root, "recover-lock", input_value=observation)
+    assert code == 0, (result, err)
 
 
 # ----------------------------------------------------------------- collect refusals
