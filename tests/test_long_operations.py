@@ -221,7 +221,7 @@ def test_launch_keeps_its_child_and_receipt_through_a_storm(project: Path) -> No
 
 
 def test_a_receipt_that_cannot_be_saved_is_kept_for_collect(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    create(project, "r", [command_task("t", "pause", "1")])
+    create(project, "r", [command_task("t", "pause", "1.5")])
     monkeypatch.setattr(process, "RECEIPT_PATIENCE_SECONDS", 0.5)
     # Holds writer.lock once the child runs, for longer than the receipt may wait.
     holder = subprocess.Popen(
@@ -231,7 +231,13 @@ def test_a_receipt_that_cannot_be_saved_is_kept_for_collect(project: Path, monke
             "import json, sys, time\n"
             "from nexus_core import locks\n"
             "root, path = sys.argv[1], sys.argv[2]\n"
-            "while json.load(open(path))['run']['tasks'][0]['attempts'][-1]['process']['status'] != 'running':\n"
+            "print('ready', flush=True)\n"
+            "def status():\n"
+            "    try:\n"
+            "        return json.load(open(path))['run']['tasks'][0]['attempts'][-1]['process']['status']\n"
+            "    except (IndexError, KeyError, ValueError):\n"
+            "        return None\n"
+            "while status() != 'running':\n"
             "    time.sleep(0.02)\n"
             "while (token := locks.try_acquire_writer(root)) is None:\n"
             "    time.sleep(0.005)\n"
@@ -245,6 +251,7 @@ def test_a_receipt_that_cannot_be_saved_is_kept_for_collect(project: Path, monke
         text=True,
     )
     try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         with pytest.raises(NexusError) as refused:
             process.launch_task(str(project), "r", "t", {})
         attempt = latest(project, "r", "t")
