@@ -332,6 +332,26 @@ def test_cancel_from_another_client_terminates_the_child(project: Path) -> None:
     assert latest(project, "r", "t")["execution"] == "ambiguous"
 
 
+def test_heartbeats_then_sigterm_to_the_supervisor(project: Path) -> None:
+    create(project, "r", [command_task("t", "slow")])
+    supervisor = spawn_cli(project, "launch", "r", "t")
+    try:
+        attempt = wait_running(project, "r", "t")
+        first = attempt["process"]["heartbeatAt"]
+        wait_for(lambda: latest(project, "r", "t")["process"]["heartbeatAt"] > first, what="a heartbeat")
+        supervisor.send_signal(signal.SIGTERM)
+        _, err = supervisor.communicate(timeout=20)
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+    assert supervisor.returncode == 1, err
+    attempt = latest(project, "r", "t")
+    receipt = receipt_of(attempt)
+    assert receipt["reason"] == "supervisor-interrupted" and receipt["directChildSignalled"] is True
+    assert receipt["outcome"] == "ambiguous" and attempt["execution"] == "ambiguous"
+    assert not pid_alive(attempt["process"]["childPid"])
+
+
 def test_supervisor_killed_mid_run(project: Path) -> None:
     create(project, "r", [command_task("t", "slow")])
     supervisor = spawn_cli(project, "launch", "r", "t")
