@@ -29,6 +29,7 @@ from process_support import (
     state,
     wait_for,
     wait_running,
+    write,
 )
 
 from nexus_core import canonical, engine, observe, process, timeutil
@@ -606,3 +607,77 @@ def test_launch_json_error_shape_for_a_missing_run(project: Path) -> None:
     assert done.returncode == 1
     error = json.loads(done.stdout)
     assert error["status"] == "error" and error["schemaVersion"] == 1
+
+
+# ----------------------------------------------------------------- the execution contract (SPEC 4.3)
+
+
+@pytest.mark.parametrize(
+    ("execution", "message"),
+    [
+        (None, "execution must be a command or codex-exec object."),
+        ([], "execution must be a command or codex-exec object."),
+        ({"adapter": "shell"}, "Unsupported execution adapter."),
+        (
+            {"adapter": "command", "shell": True},
+            "Unknown execution field; shell, environment and arbitrary Codex flags are unsupported.",
+        ),
+        (
+            {"adapter": "codex-exec", "args": []},
+            "Unknown execution field; shell, environment and arbitrary Codex flags are unsupported.",
+        ),
+        (
+            {"adapter": "command", "env": {}},
+            "Unknown execution field; shell, environment and arbitrary Codex flags are unsupported.",
+        ),
+        (
+            {"adapter": "command", "input": "briefs/t.md", "outputLimitBytes": 1023, "args": []},
+            "execution outputLimitBytes must be between 1024 and 2097152.",
+        ),
+        (
+            {"adapter": "command", "input": "briefs/t.md", "args": "x"},
+            "execution args must be a bounded literal argument array.",
+        ),
+        (
+            {"adapter": "command", "input": "briefs/t.md", "args": [], "blockedExitCodes": [0]},
+            "blockedExitCodes must contain explicit nonzero exit codes between 1 and 255.",
+        ),
+        (
+            {"adapter": "command", "input": "briefs/t.md", "args": [], "blockedExitCodes": [True]},
+            "blockedExitCodes must contain explicit nonzero exit codes between 1 and 255.",
+        ),
+        (
+            {"adapter": "codex-exec", "input": "briefs/t.md", "sandbox": "danger-full-access"},
+            "codex-exec supports read-only or workspace-write only.",
+        ),
+        (
+            {"adapter": "codex-exec", "input": "briefs/t.md", "model": "--yolo"},
+            "Codex model must be an explicit bounded model identifier.",
+        ),
+    ],
+)
+def test_execution_contract_refusals(project: Path, execution: Any, message: str) -> None:
+    write(project / "briefs" / "t.md", "brief\n")
+    if isinstance(execution, dict) and "input" in execution:
+        execution = {
+            "command": "/bin/sh" if execution["adapter"] == "command" else str(project / "tools" / "fake-codex"),
+            **execution,
+        }
+    task = command_task("t", "ok")
+    task["execution"] = execution
+    with pytest.raises(NexusError) as refused:
+        engine.create_run(str(project), {"id": "r", "tasks": [task]})
+    assert refused.value.message == "Nexus: " + message
+    assert not (project / ".bmad-plus" / "nexus" / "runs" / "r.json").exists()
+
+
+def test_worker_executable_inside_a_write_scope_is_refused(project: Path) -> None:
+    write(project / "out" / "t" / "tool.sh", "exit 0\n", 0o700)
+    task = command_task("t", "ok", execution={"command": str(project / "out" / "t" / "tool.sh"), "args": []})
+    with pytest.raises(NexusError) as refused:
+        create(project, "r", [task])
+    assert refused.value.message == "Nexus: Worker executable lies in a worker write scope."
+    task = command_task("t", "ok", execution={"args": ["workers/worker.sh", "t", "ok"], "resources": []})
+    with pytest.raises(NexusError) as refused:
+        create(project, "r", [task])
+    assert refused.value.message == "Nexus: Execution file argument must be a protected resource: workers/worker.sh"
