@@ -10,6 +10,7 @@ look), never lost. ``wait`` never writes anything; ``loop`` writes only through
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import signal
@@ -1061,6 +1062,17 @@ def _fail(message: str, as_json: bool) -> NoReturn:
     raise SystemExit(EXIT_ERROR)
 
 
+def _seconds(_ctx: click.Context, _param: click.Parameter, value: str) -> float:
+    """A finite, non-negative number of seconds (nan and inf are refused, not read as "forever")."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(number) or number < 0 or number > 10**9:
+        raise click.BadParameter(f"{value!r} is not a number of seconds between 0 and 1000000000")
+    return number
+
+
 WAIT_HELP = """Block until RUN settles, streaming one JSON event per line on stdout.
 
 \b
@@ -1097,16 +1109,16 @@ also stops a running verification between checks, as ambiguous).
 @click.option("--task", "task_id", metavar="TASK", help="Wait for this task (and its dependencies) only.")
 @click.option(
     "--idle-timeout",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_IDLE_TIMEOUT,
+    callback=_seconds,
+    default="600",
     show_default=True,
     metavar="SECONDS",
     help="Give up (exit 124) after this long without any change; 0 waits forever.",
 )
 @click.option(
     "--settle-grace",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_SETTLE_GRACE,
+    callback=_seconds,
+    default="2",
     show_default=True,
     metavar="SECONDS",
     help="A settled state that an agent may still move on (exit 3 or 6) must hold this long.",

@@ -200,6 +200,11 @@ def test_watcher_errors_exit_1(project: Project, tmp_path: Path) -> None:
     project.create(task_def("a"))
     done = project.wait("--run-typo")
     assert (done.returncode, done.stderr) == (1, "error: unknown option '--run-typo'\n")
+    done = project.wait("--idle-timeout", "nan")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "error: Invalid value for '--idle-timeout': 'nan' is not a number of seconds between 0 and 1000000000\n"
+    )
     done = subprocess.run(nexus_command("wait", "nope", "-d", str(project.root)), capture_output=True, text=True)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("Nexus: Nexus: Unknown run: nope")
