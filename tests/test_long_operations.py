@@ -26,6 +26,7 @@ from process_support import (
     make_project,
     spawn_cli,
     state,
+    wait_running,
     write,
 )
 
@@ -201,14 +202,14 @@ def test_every_started_verification_finishes_while_others_write(project: Path) -
 
 
 def test_launch_keeps_its_child_and_receipt_through_a_storm(project: Path) -> None:
-    create(project, "r", [command_task("t", "pause", "2.5")])
-    # The hog holds writer.lock longer than a heartbeat may wait, so some heartbeats are skipped.
-    with other_writers(project, storms=3, hog=(0.3, 0.05)):
-        while True:
-            supervisor = spawn_cli(project, "launch", "r", "t")
-            out, err = supervisor.communicate(timeout=60)
-            if "owns writer.lock" not in out:  # the user-facing start is fail-fast: try again
-                break
+    create(project, "r", [command_task("t", "pause", "4")])
+    supervisor = spawn_cli(project, "launch", "r", "t")
+    wait_running(project, "r", "t")
+    # While the child runs: other clients write, and a slow writer holds writer.lock longer than
+    # a heartbeat may wait, so some heartbeats are skipped.
+    with other_writers(project, storms=3, hog=(0.3, 0.05)) as report:
+        out, err = supervisor.communicate(timeout=60)
+    assert all(int(line.split()[0]) > 0 for line in report), report
     assert supervisor.returncode == 0, (out, err)
     attempt = latest(project, "r", "t")
     receipt = attempt["process"]["receipt"]
