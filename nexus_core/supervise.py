@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import click
 
 from . import canonical
-from .engine import definition_of, latest
+from .engine import definition_of, is_active, latest
 from .errors import NexusError
 from .hostinfo import hostname, pid_alive
 from .locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
@@ -459,9 +459,15 @@ def classify_task(
             return state("stale-evidence", OPERATOR, stale_reason)
         return state("accepted", DONE)
     if attempt is None:
-        if dependencies_done:
-            return state("awaiting-start", MOVING, "every dependency is accepted; an agent may start it")
-        return state("waiting-on-dependencies", WAITING)
+        if not dependencies_done:
+            return state("waiting-on-dependencies", WAITING)
+        active = sum(1 for t in view["tasks"] if is_active(t))
+        if active >= view["plan"]["maxParallel"]:
+            # Its start waits for active work; if that work needs an operator, so does this.
+            return state(
+                "waiting-for-capacity", WAITING, f"{active} active of maxParallel {view['plan']['maxParallel']}"
+            )
+        return state("awaiting-start", MOVING, "every dependency is accepted; an agent may start it")
     execution = attempt["execution"]
     verification = attempt["verification"]
     cancellation = attempt.get("cancellation", {}).get("status")

@@ -73,7 +73,8 @@ def test_awaiting_verify_then_accept_exits_6(project: Project) -> None:
 
 
 def test_blocked_worker_needs_operator_exits_3(project: Project) -> None:
-    project.create(task_def("a"))
+    # b could start, but the blocked attempt holds the run's only slot: nothing can move.
+    project.create(task_def("a"), task_def("b"), max_parallel=1)
     project.start("a")
     project.record("a", "blocked", "needs credentials for the registry")
     done = project.wait("--json", *FAST)
@@ -82,6 +83,15 @@ def test_blocked_worker_needs_operator_exits_3(project: Project) -> None:
     assert "needs an operator" in last and "a: blocked (needs credentials for the registry)" in last
     summary = json.loads(done.stdout.splitlines()[-1])
     assert summary["outcome"] == "needs-operator" and summary["tasks"][0]["category"] == "operator"
+    assert summary["tasks"][1] == {
+        "task": "b",
+        "state": "waiting-for-capacity",
+        "category": "waiting",
+        "attempt": None,
+        "attemptsUsed": 0,
+        "maxAttempts": 2,
+        "detail": "1 active of maxParallel 1",
+    }
 
 
 def test_cancellation_and_ambiguity_need_operator(project: Project) -> None:
