@@ -78,6 +78,8 @@ class Harness:
         self.verifications_reconciled = 0
         self.fresh_runs = 0
         self.input_count = 0
+        self.history: list[str] = []
+        self.abandoned: set[tuple[str, str]] = set()  # spent tasks redone by a fresh run
         self.runs: dict[str, list[str]] = {}  # run id -> scopes (for fresh runs from the same plan)
 
     # ------------------------------------------------------------- plumbing
@@ -112,7 +114,12 @@ class Harness:
         backend = {key: attempt["backend"][key] for key in IDENTITY if key in attempt["backend"]}
         bound = {"attemptId": attempt["id"], "backend": backend}
         process = attempt.get("process") or {}
-        if launched and process.get("receipt") is None and process.get("status") in ("starting", "running"):
+        if (
+            launched
+            and attempt["execution"] in ("running", "blocked", "ambiguous")
+            and process.get("receipt") is None
+            and process.get("status") in ("starting", "running")
+        ):
             # A killed supervisor: once its child is gone, the attempt is reconciled as failed.
             wait_for_exit(process.get("childPid"))
             return "reconcile", {**bound, "ownerStopped": True, "outcome": "failed", "summary": "Supervisor killed."}
@@ -150,8 +157,17 @@ class Harness:
             (run_id, task["id"])
             for run_id, run in runs.items()
             for task in run["tasks"]
-            if task["integration"] != "accepted"
+            if task["integration"] != "accepted" and (run_id, task["id"]) not in self.abandoned
         ]
+
+    def explain(self) -> str:
+        """What a task that could not be brought forward went through (seed, steps, state)."""
+        lines = [f"seed {SEED}", *self.history[-12:]]
+        for run_id, task_id in self.pending_tasks():
+            attempt = latest_attempt(store.load_run(str(self.root), run_id), task_id) or {}
+            brief = {key: attempt.get(key) for key in ("execution", "verification", "cancellation", "process")}
+            lines.append(f"{run_id}/{task_id}: {brief}")
+        return "\n".join(lines)
 
     # ------------------------------------------------------------- one step
 
@@ -161,10 +177,13 @@ class Harness:
         if decided is None:
             return
         action, options = decided
+        self.history.append(f"{run_id}/{task_id} {action} {'(kill)' if kill else ''}")
         if action == "fresh-run":
             # The documented way out of a spent task: the same plan under a new, unused id.
             self.fresh_runs += 1
-            self.create(f"{run_id}-f{self.fresh_runs}", self.runs[run_id])
+            index = next(i for i, t in enumerate(run["tasks"]) if t["id"] == task_id)
+            self.create(f"{run_id}-f{self.fresh_runs}", [self.runs[run_id][index]])
+            self.abandoned.add((run_id, task_id))
             return
         input_file = self.input_file(options) if options is not None else None
         command = cli_command(self.root, action, run_id, task_id, input_file=input_file)
@@ -273,7 +292,7 @@ def test_sigkill_at_random_moments_never_loses_or_tears_state(tmp_path: Path) ->
         for run_id, task_id in pending:
             harness.step(run_id, task_id, kill=False)
         harness.check_and_recover()
-    assert harness.pending_tasks() == []
+    assert harness.pending_tasks() == [], harness.explain()
     assert store.list_temp_files(str(root)) == []
     print(
         f"\ncrash injection (seed {SEED}): {harness.kills} kills, {harness.completed} completed calls, "
@@ -312,7 +331,7 @@ def test_sigkill_during_launch_never_loses_or_tears_state(tmp_path: Path) -> Non
         for run_id, task_id in pending:
             harness.step(run_id, task_id, kill=False)
         harness.check_and_recover()
-    assert harness.pending_tasks() == []
+    assert harness.pending_tasks() == [], harness.explain()
     print(
         f"\nlaunch crash injection (seed {SEED + 1}): {harness.kills} kills, {harness.completed} completed calls, "
         f"{harness.locks_recovered} writer.lock recovered, {harness.fresh_runs} fresh runs"
