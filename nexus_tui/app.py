@@ -48,11 +48,15 @@ WATCH_ARMED_MS = 300
 class ProjectScanned(Message):
     """A scanner thread finished a pass over project ``index``."""
 
-    def __init__(self, index: int, snapshot: ProjectSnapshot, scope_paths: tuple[str, ...]) -> None:
+    def __init__(
+        self, index: int, snapshot: ProjectSnapshot, scope_paths: tuple[str, ...], partial: bool = False
+    ) -> None:
         super().__init__()
         self.index = index
         self.snapshot = snapshot
         self.scope_paths = scope_paths
+        # A first load still going on: show what is there, keep the watcher as it is.
+        self.partial = partial
 
 
 class ScanRequests:
@@ -418,6 +422,10 @@ class ProjectPane(Vertical):
             if key != self.run_id:
                 self.run_id = key
                 self.task_id = None
+                # The scanner keeps the full inspection of the focus run only: ask for it.
+                request_focus = getattr(self.app, "request_focus", None)
+                if request_focus is not None:
+                    request_focus(self.index, key)
                 self._sync_tasks(now)
                 self._sync_detail(now)
         elif event.data_table is self.tasks and key != self.task_id:
@@ -644,10 +652,18 @@ class NexusApp(ActionsMixin, App[None]):
             while not worker.is_cancelled and not requests.closed:
                 for index, everything, runs in requests.take(0.25):
                     scanner = self._scanners[index]
-                    snapshot = scanner.scan(reinspect=runs, everything=everything)
+
+                    def publish(partial: ProjectSnapshot, index: int = index) -> None:
+                        self.post_message(ProjectScanned(index, partial, (), partial=True))
+
+                    snapshot = scanner.scan(reinspect=runs, everything=everything, publish=publish)
                     self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths())))
 
         self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
+
+    def request_focus(self, index: int, run_id: str | None) -> None:
+        self._scanners[index].focus = run_id
+        self.request_scan(index)
 
     def request_scan(self, index: int | None = None, everything: bool = False, runs: Iterable[str] = ()) -> None:
         for i in range(len(self.directories)) if index is None else (index,):
@@ -658,6 +674,10 @@ class NexusApp(ActionsMixin, App[None]):
         if message.index >= len(panes) or not self.is_running:
             return  # shutting down
         pane = panes[message.index]
+        if message.partial:
+            if self.following:
+                pane.apply(message.snapshot, now_ms())
+            return
         if message.scope_paths != pane.scope_paths or (message.snapshot.root and self._base_appeared(pane, message)):
             pane.scope_paths = message.scope_paths
             stop = self._watch_stops.get(message.index)

@@ -8,18 +8,22 @@ run files whose bytes changed (stat first, then a hash of the bytes), runs the c
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from nexus_core import observe
+from nexus_core.engine import is_active, latest
 from nexus_core.errors import NexusError
 from nexus_core.hostinfo import hostname, pid_alive
-from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK
+from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of
 from nexus_core.snapshots import observational_hashes
-from nexus_core.store import RUNS, parse_run, read_state_bytes, run_path
+from nexus_core.store import RUNS, list_run_ids, list_temp_files, parse_run, read_state_bytes, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
 
 NOT_STARTED = "not started"
@@ -125,6 +129,10 @@ class RunView:
     evidence_scopes: tuple[str, ...] = ()
     # Any task whose flags move with the clock (active attempt, process heartbeat).
     time_sensitive: bool = False
+    # The core's observations (kept for every run; the full inspection only for the focus run).
+    observations: tuple[dict[str, Any], ...] = ()
+    # Listed in the inventory, not read yet (first load in progress).
+    loading: bool = False
 
     @property
     def total(self) -> int:
@@ -225,7 +233,7 @@ def build_rows(inspection: dict[str, Any]) -> tuple[TaskRow, ...]:
     return tuple(rows)
 
 
-def build_view(run_id: str, inspection: dict[str, Any], error: str | None = None) -> RunView:
+def build_view(run_id: str, inspection: dict[str, Any], keep_inspection: bool = True) -> RunView:
     rows = build_rows(inspection)
     counts: dict[str, int] = {}
     for row in rows:
@@ -239,7 +247,7 @@ def build_view(run_id: str, inspection: dict[str, Any], error: str | None = None
             continue
         if task["integration"] == "accepted" or attempt["verification"].get("status") == "passed":
             scopes.extend((definitions.get(task["id"]) or {}).get("scope") or ())
-        if task_state(task) in ACTIVE_STATES or attempt["backend"].get("kind") == "process":
+        if _time_dependent(task):
             time_sensitive = True
     return RunView(
         run_id=run_id,
@@ -251,50 +259,66 @@ def build_view(run_id: str, inspection: dict[str, Any], error: str | None = None
         sequence=inspection.get("sequence"),
         updated_at=inspection.get("updatedAt"),
         objective_count=len(rows),
-        inspection=inspection,
-        error=error,
+        inspection=inspection if keep_inspection else None,
         evidence_scopes=tuple(dict.fromkeys(scopes)),
         time_sensitive=time_sensitive,
+        observations=tuple(inspection.get("observations") or ()),
     )
+
+
+def _time_dependent(task: dict[str, Any]) -> bool:
+    attempts = task.get("attempts") or []
+    if not attempts:
+        return False
+    return is_active(task) or attempts[-1]["backend"].get("kind") == "process"
+
+
+def refresh_time_flags(observation: dict[str, Any], task: dict[str, Any], now: int) -> dict[str, Any]:
+    """The observation with its clock-derived fields recomputed for ``now``: ``overdue`` (as
+    observe_task computes it) and the process observation (the core's own function). Everything
+    else in an observation depends on files, not on the clock (tests compare with inspect)."""
+    attempt = latest(task)
+    if attempt is None:
+        return observation
+    deadline = parse_iso_ms(attempt.get("deadline"))
+    overdue = bool(is_active(task) and deadline is not None and now > deadline)
+    process = observation.get("process")
+    fresh_process = None
+    if attempt["backend"].get("kind") == "process":
+        kept = process.get("recoverableReceipt") if isinstance(process, dict) else None
+        fresh_process = observe.process_observation(attempt, now, kept)
+    if overdue == observation.get("overdue") and fresh_process == process:
+        return observation
+    updated = dict(observation)
+    updated["overdue"] = overdue
+    if fresh_process is not None:
+        updated["process"] = fresh_process
+    # Keep the core's key order: "hint" stays last.
+    updated["hint"] = updated.pop("hint")
+    return updated
+
+
+def _loading_view(run_id: str) -> RunView:
+    return RunView(run_id, run_path(run_id), (), (), 0, 0, None, None, 0, None, loading=True)
 
 
 def _broken_view(run_id: str, previous: RunView | None, reason: str) -> RunView:
-    if previous is not None:
-        return RunView(
-            run_id=previous.run_id,
-            state_path=previous.state_path,
-            rows=previous.rows,
-            counts=previous.counts,
-            stale=previous.stale,
-            overdue=previous.overdue,
-            sequence=previous.sequence,
-            updated_at=previous.updated_at,
-            objective_count=previous.objective_count,
-            inspection=previous.inspection,
-            error=reason,
-            evidence_scopes=previous.evidence_scopes,
-            time_sensitive=previous.time_sensitive,
-        )
-    return RunView(
-        run_id=run_id,
-        state_path=run_path(run_id),
-        rows=(),
-        counts=(),
-        stale=0,
-        overdue=0,
-        sequence=None,
-        updated_at=None,
-        objective_count=0,
-        inspection=None,
-        error=reason,
-    )
+    if previous is not None and not previous.loading:
+        return dataclasses.replace(previous, error=reason)
+    return RunView(run_id, run_path(run_id), (), (), 0, 0, None, None, 0, None, error=reason)
 
 
 @dataclass
 class _FileMemo:
-    stamp: tuple[int, ...] | None
-    digest: str | None
-    run: dict[str, Any] | None
+    stamp: tuple[int, ...] | None = None
+    digest: str | None = None
+    plan_hash: str | None = None
+    # Per task: a cheap fingerprint of its record, to re-observe only what changed.
+    task_keys: dict[str, int] = field(default_factory=dict)
+    # Records of the tasks whose flags move with the clock (the 1 s tick needs only these).
+    clocked: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The parsed run, kept for the focus run only (memory).
+    run: dict[str, Any] | None = None
 
 
 def _stamp(path: str) -> tuple[int, ...] | None:
@@ -309,18 +333,60 @@ def covers(scope: str, relative_path: str) -> bool:
     return relative_path == scope or relative_path.startswith(scope.rstrip("/") + "/")
 
 
+def _inventory(root: str) -> dict[str, Any]:
+    """The inventory's cheap part, from the same core functions as ``inspect_inventory``
+    (which also loads every run to name the unreadable ones: here each run's own view says
+    why it cannot be read)."""
+    return {
+        "runIds": list_run_ids(root),
+        "lock": lock_snapshot(root, WRITER_LOCK),
+        "recoveryLock": lock_snapshot(root, RECOVERY_LOCK),
+        "strayTempFiles": len(list_temp_files(root)),
+    }
+
+
+def _task_key(task: dict[str, Any]) -> int:
+    return hash(repr(task))
+
+
+def _dependents(run: dict[str, Any], changed: set[str]) -> set[str]:
+    """``changed`` plus every task that depends on one of them, transitively."""
+    reverse: dict[str, list[str]] = {}
+    for definition in run["plan"]["tasks"]:
+        for dep in definition.get("dependsOn") or ():
+            reverse.setdefault(dep, []).append(definition["id"])
+    result = set(changed)
+    todo = list(changed)
+    while todo:
+        for child in reverse.get(todo.pop(), ()):
+            if child not in result:
+                result.add(child)
+                todo.append(child)
+    return result
+
+
+# A periodic safety-net pass re-inspects runs round-robin within this budget, so a large
+# project never pins a core; the watcher covers run files and evidence scopes immediately.
+SAFETY_BUDGET_SECONDS = 0.15
+PUBLISH_EVERY_SECONDS = 0.25
+
+
 class ProjectScanner:
     """Reads one project's state, reusing whatever did not change since the last scan.
 
-    Not thread-safe: one scanner thread owns it. Writes nothing, anywhere.
+    Not thread-safe: one scanner thread owns it (``focus`` may be set from the UI thread).
+    Writes nothing, anywhere.
     """
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.root: str | None = None
+        # The run whose full inspection the UI shows; None: the first listed run.
+        self.focus: str | None = None
         self._memo: dict[str, _FileMemo] = {}
         self._views: dict[str, RunView] = {}
         self._hashes: dict[tuple[int, ...], str] = {}
+        self._safety_cursor = 0
 
     def _resolve_root(self) -> str:
         if self.root is None:
@@ -330,22 +396,21 @@ class ProjectScanner:
     def evidence_scopes(self) -> set[str]:
         return {scope for view in self._views.values() for scope in view.evidence_scopes}
 
-    def runs_touching(self, relative_paths: set[str]) -> set[str]:
-        return {
-            view.run_id
-            for view in self._views.values()
-            if any(covers(scope, p) for scope in view.evidence_scopes for p in relative_paths)
-        }
-
     def scan(
-        self, reinspect: set[str] | None = None, everything: bool = False, now: int | None = None
+        self,
+        reinspect: set[str] | None = None,
+        everything: bool = False,
+        now: int | None = None,
+        publish: Callable[[ProjectSnapshot], None] | None = None,
     ) -> ProjectSnapshot:
-        """One pass: re-stat every run file, reload those whose bytes changed, re-inspect those
-        too, plus ``reinspect`` (run ids), the time-sensitive ones, or all with ``everything``."""
+        """One pass: re-stat every run file; reload those whose bytes changed and re-observe
+        their changed tasks; fully re-inspect ``reinspect`` (run ids) and, with ``everything``,
+        a round-robin share of the others; refresh the clock-derived flags of the rest.
+        ``publish`` receives partial snapshots while a long first load goes on."""
         moment = now_ms() if now is None else now
         try:
             root = self._resolve_root()
-            inventory = observe.inspect_inventory(root)
+            inventory = _inventory(root)
         except Exception as error:  # the project itself is unusable: show why, keep the last views
             return ProjectSnapshot(
                 directory=self.directory,
@@ -356,67 +421,166 @@ class ProjectScanner:
                 scanned_at_ms=moment,
                 error=message_of(error),
             )
-        wanted = set(reinspect or ())
-        changed: set[str] = set()
         run_ids: list[str] = inventory["runIds"]
-        with observational_hashes(self._hashes):
-            for run_id in run_ids:
-                previous = self._views.get(run_id)
-                view = self._refresh_run(root, run_id, previous, everything or run_id in wanted, moment)
-                if view is not previous:
-                    self._views[run_id] = view
-                    changed.add(run_id)
+        locks = (inventory.get("lock"), inventory.get("recoveryLock"))
+        focus = self.focus if self.focus in run_ids else (run_ids[0] if run_ids else None)
+        forced = set(reinspect or ())
+        if everything:
+            forced |= self._safety_share(run_ids)
+        changed: set[str] = set()
         for gone in set(self._views) - set(run_ids):
             del self._views[gone]
             self._memo.pop(gone, None)
             changed.add(gone)
+
+        def snapshot() -> ProjectSnapshot:
+            return ProjectSnapshot(
+                directory=self.directory,
+                root=root,
+                runs=tuple(self._views.get(r) or _loading_view(r) for r in run_ids),
+                writer_lock=lock_view("writer.lock", locks[0]),
+                recovery_lock=lock_view("recovery.lock", locks[1]),
+                scanned_at_ms=moment,
+                stray_temp_files=int(inventory.get("strayTempFiles") or 0),
+                changed=frozenset(changed),
+            )
+
+        first_load = any(r not in self._views for r in run_ids)
+        if publish is not None and first_load and len(run_ids) > 1:
+            publish(snapshot())
+        last_publish = time.monotonic()
+        started = time.monotonic()
+        with observational_hashes(self._hashes):
+            for run_id in run_ids:
+                previous = self._views.get(run_id)
+                view = self._refresh_run(root, run_id, previous, run_id in forced, run_id == focus, locks, moment)
+                if view is not previous:
+                    self._views[run_id] = view
+                    changed.add(run_id)
+                if publish is not None and first_load and time.monotonic() - last_publish > PUBLISH_EVERY_SECONDS:
+                    publish(snapshot())
+                    last_publish = time.monotonic()
+        self.last_scan_seconds = time.monotonic() - started
         if len(self._hashes) > 200_000:  # old stat keys pile up; start over rather than grow
             self._hashes.clear()
-        return ProjectSnapshot(
-            directory=self.directory,
-            root=root,
-            runs=tuple(self._views[r] for r in run_ids),
-            writer_lock=lock_view("writer.lock", inventory.get("lock")),
-            recovery_lock=lock_view("recovery.lock", inventory.get("recoveryLock")),
-            scanned_at_ms=moment,
-            stray_temp_files=int(inventory.get("strayTempFiles") or 0),
-            changed=frozenset(changed),
-        )
+        return snapshot()
 
-    def _refresh_run(self, root: str, run_id: str, previous: RunView | None, force: bool, moment: int) -> RunView:
-        memo = self._memo.setdefault(run_id, _FileMemo(None, None, None))
-        path = os.path.join(root, RUNS, f"{run_id}.json")
-        stamp = _stamp(path)
-        reload = stamp is None or stamp != memo.stamp
-        if reload:
-            try:
-                _, raw = read_state_bytes(root, run_id)
-            except Exception as error:
-                memo.stamp, memo.digest, memo.run = stamp, None, None
-                return _broken_view(run_id, previous, message_of(error))
-            digest = hashlib.sha256(raw).hexdigest()
-            memo.stamp = stamp
-            if digest == memo.digest and memo.run is not None and previous is not None:
-                reload = False  # touched, same bytes
-            else:
-                memo.digest = digest
-                try:
-                    memo.run = parse_run(root, run_id, raw)
-                except Exception as error:
-                    memo.run = None
-                    return _broken_view(run_id, previous, message_of(error))
-        if memo.run is None:
-            return previous if previous is not None else _broken_view(run_id, None, "not readable")
-        if not (reload or force or previous is None or previous.error or (previous.time_sensitive)):
-            return previous
+    def _safety_share(self, run_ids: list[str]) -> set[str]:
+        """Runs to re-inspect in full on this periodic pass, round-robin, within a time budget
+        estimated from the last full inspections."""
+        if not run_ids:
+            return set()
+        per_run = max(getattr(self, "_seconds_per_inspection", 0.01), 0.001)
+        count = max(1, min(len(run_ids), int(SAFETY_BUDGET_SECONDS / per_run)))
+        share = {run_ids[(self._safety_cursor + i) % len(run_ids)] for i in range(count)}
+        self._safety_cursor = (self._safety_cursor + count) % len(run_ids)
+        return share
+
+    def _read(self, root: str, run_id: str, memo: _FileMemo, stamp: tuple[int, ...] | None) -> dict[str, Any] | None:
+        """The parsed run if its bytes changed since the last read (or ``memo.run`` is gone)."""
+        _, raw = read_state_bytes(root, run_id)
+        digest = hashlib.sha256(raw).hexdigest()
+        memo.stamp = stamp
+        if digest == memo.digest:
+            return None
+        run = parse_run(root, run_id, raw)
+        memo.digest = digest
+        return run
+
+    def _refresh_run(
+        self,
+        root: str,
+        run_id: str,
+        previous: RunView | None,
+        force: bool,
+        is_focus: bool,
+        locks: tuple[Any, Any],
+        moment: int,
+    ) -> RunView:
+        memo = self._memo.setdefault(run_id, _FileMemo())
+        stamp = _stamp(os.path.join(root, RUNS, f"{run_id}.json"))
+        usable = previous is not None and not previous.loading and previous.error is None
+        need_run = force or not usable or (is_focus and previous is not None and previous.inspection is None)
+        run: dict[str, Any] | None = None
         try:
-            inspection = observe.inspect_loaded(root, memo.run, moment)
+            if stamp is None or stamp != memo.stamp:
+                run = self._read(root, run_id, memo, stamp)
+            if run is None and need_run:
+                run = memo.run
+                if run is None:
+                    memo.digest = None  # read again even though the bytes are the same
+                    run = self._read(root, run_id, memo, stamp)
+        except Exception as error:
+            memo.stamp, memo.digest, memo.run = stamp, None, None
+            return _broken_view(run_id, previous, message_of(error))
+        if run is None:
+            # Same bytes: only the clock moved.
+            if previous is None or not previous.time_sensitive or not memo.clocked:
+                return previous if previous is not None else _loading_view(run_id)
+            return self._retimed(previous, memo, moment)
+        try:
+            began = time.monotonic()
+            reusable = not force and usable and memo.plan_hash == run.get("planHash") and previous is not None
+            if reusable:
+                assert previous is not None
+                inspection = self._reobserve(root, run, memo, previous, locks, moment)
+            else:
+                inspection = observe.inspect_loaded(root, run, moment)
+                self._seconds_per_inspection = time.monotonic() - began
         except Exception as error:
             return _broken_view(run_id, previous, message_of(error))
-        view = build_view(run_id, inspection)
+        memo.plan_hash = run.get("planHash")
+        memo.task_keys = {task["id"]: _task_key(task) for task in run["tasks"]}
+        memo.clocked = {task["id"]: task for task in run["tasks"] if _time_dependent(task)}
+        memo.run = run if is_focus else None
+        view = build_view(run_id, inspection, keep_inspection=is_focus)
         if previous is not None and _same_view(previous, view):
             return previous
         return view
+
+    def _reobserve(
+        self,
+        root: str,
+        run: dict[str, Any],
+        memo: _FileMemo,
+        previous: RunView,
+        locks: tuple[Any, Any],
+        moment: int,
+    ) -> dict[str, Any]:
+        """The run's inspection, calling the core's observe_task only for tasks whose record
+        changed (and their dependents); the others keep their observation, re-timed."""
+        changed = {task["id"] for task in run["tasks"] if memo.task_keys.get(task["id"]) != _task_key(task)}
+        affected = _dependents(run, changed)
+        old = {o["taskId"]: o for o in previous.observations}
+        verified: set[str] = set()
+        observations = []
+        for task in run["tasks"]:
+            kept = old.get(task["id"])
+            if task["id"] in affected or kept is None:
+                observations.append(observe.observe_task(root, run, task, verified, moment))
+            else:
+                observations.append(refresh_time_flags(kept, task, moment))
+        result = dict(run)
+        result["observations"] = observations
+        result["lock"], result["recoveryLock"] = locks
+        return result
+
+    def _retimed(self, previous: RunView, memo: _FileMemo, moment: int) -> RunView:
+        observations = [
+            refresh_time_flags(o, memo.clocked[o["taskId"]], moment) if o["taskId"] in memo.clocked else o
+            for o in previous.observations
+        ]
+        if all(a is b for a, b in zip(observations, previous.observations, strict=True)):
+            return previous
+        if previous.inspection is not None:
+            inspection = dict(previous.inspection)
+            inspection["observations"] = observations
+            return build_view(previous.run_id, inspection)
+        by_id = {o["taskId"]: o for o in observations}
+        rows = tuple(dataclasses.replace(row, overdue=bool(by_id[row.task_id].get("overdue"))) for row in previous.rows)
+        return dataclasses.replace(
+            previous, rows=rows, overdue=sum(1 for r in rows if r.overdue), observations=tuple(observations)
+        )
 
     def scope_paths(self) -> list[str]:
         """Absolute paths worth watching for staleness (existing ones only)."""
@@ -433,11 +597,12 @@ class ProjectScanner:
 
 
 def _same_view(a: RunView, b: RunView) -> bool:
-    if a.rows != b.rows or a.error != b.error or a.sequence != b.sequence:
+    if a.rows != b.rows or a.error != b.error or a.sequence != b.sequence or a.loading != b.loading:
+        return False
+    if (a.inspection is None) != (b.inspection is None):
         return False
     # Observations carry the stale reason, hints and heartbeat facts the rows do not.
-    ia, ib = a.inspection or {}, b.inspection or {}
-    return bool(ia.get("observations") == ib.get("observations") and ia.get("updatedAt") == ib.get("updatedAt"))
+    return a.observations == b.observations and a.updated_at == b.updated_at
 
 
 def age_text(iso: str | None, now: int) -> str:

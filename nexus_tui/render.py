@@ -86,6 +86,8 @@ def flag_cell(on: bool, word: str) -> Text:
 
 def progress_cell(view: RunView, width: int = 8) -> Text:
     total = view.total
+    if view.loading:
+        return Text("loading…", style="dim italic")
     if total == 0:
         return Text("no tasks" if view.error is None else "unreadable", style="dim")
     bar = Text()
@@ -236,6 +238,8 @@ def run_header(view: RunView, snapshot: ProjectSnapshot, now: int, display: Any 
         text.append("⚠ state file failed to load: ", style="bold red")
         text.append(plain(view.error, "red"))
         text.append("\n  showing the last good view; nothing was repaired.\n" if view.inspection else "\n", style="red")
+    if view.loading or (view.inspection is None and not view.error):
+        text.append("loading…\n", style="dim italic")
     if view.inspection:
         _line(text, "sequence", str(view.sequence))
         _line(text, "updated", _when(view.updated_at, now))
