@@ -10,13 +10,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static, Tree
 
 from nexus_core import engine
 from nexus_tui.app import NexusApp
+from nexus_tui.demo import FIXED_START, DemoInfo, build_demo
 
 HOST = {"kind": "host", "id": "tester", "sessionId": "s1"}
+DEMO_HOST = "demo-host"
+
+
+@pytest.fixture(scope="session")
+def frozen_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoInfo:
+    """The deterministic demo (fixed start, seed and recorded identity), built once per worker
+    by the real core; tests only read it."""
+    parent = tmp_path_factory.mktemp("snapshots")
+    return build_demo(str(parent / "demo"), start=FIXED_START, seed=5, identity=(4242, DEMO_HOST), with_process=False)
+
+
 CHECK = (
     "import sys\ntext = open(sys.argv[1]).read()\nprint('checked', sys.argv[1])\nsys.exit(0 if 'ok' in text else 1)\n"
 )

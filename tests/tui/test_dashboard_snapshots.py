@@ -16,20 +16,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from dashboard_kit import quiet_app, select
+from dashboard_kit import DEMO_HOST, frozen_demo, quiet_app, select
 from textual.pilot import Pilot
 
 from nexus_core import timeutil
-from nexus_tui.demo import FIXED_START, DemoInfo, build_demo
+from nexus_tui.demo import DemoInfo
 
 SIZE = (170, 46)
-DEMO_HOST = "demo-host"
-
-
-@pytest.fixture(scope="session")
-def frozen_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoInfo:
-    parent = tmp_path_factory.mktemp("snapshots")
-    return build_demo(str(parent / "demo"), start=FIXED_START, seed=5, identity=(4242, DEMO_HOST), with_process=False)
+__all__ = ["frozen_demo"]  # a session fixture shared with the demo tests
 
 
 @pytest.fixture

@@ -1,0 +1,58 @@
+"""The demo project holds every situation the README promises, made by the real core; and the
+`nexus-tui` entry point refuses bad arguments without a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from dashboard_kit import frozen_demo
+
+from nexus_core.hostinfo import pid_alive
+from nexus_core.observe import inspect_run
+from nexus_tui.demo import DEAD_PID, DemoInfo
+
+__all__ = ["frozen_demo"]
+
+
+def test_the_demo_shows_every_promised_situation(frozen_demo: DemoInfo) -> None:
+    root = frozen_demo.directory
+    inventory = inspect_run(root)
+    assert inventory["runIds"] == ["docs-site", "hotfix", "release"]
+    lock = inventory["lock"]
+    assert lock["owner"]["pid"] == DEAD_PID and not pid_alive(DEAD_PID)
+    release = inspect_run(root, "release")
+    tasks = {t["id"]: t for t in release["tasks"]}
+    observations = {o["taskId"]: o for o in release["observations"]}
+    # A dependency chain of accepted tasks, the last one stale after an edit.
+    for task_id in ("schema", "api", "client"):
+        assert tasks[task_id]["integration"] == "accepted"
+    assert observations["client"]["stale"] and not observations["api"]["stale"]
+    assert tasks["release-notes"]["attempts"] == []
+    # A failed verification, then a retry that passed.
+    first, second = tasks["migrate"]["attempts"]
+    assert first["verification"]["status"] == "failed"
+    assert second["parentAttemptId"] == first["id"] and second["verification"]["status"] == "passed"
+    # An overdue running attempt; a cancelled attempt awaiting reconciliation.
+    assert tasks["backfill"]["attempts"][-1]["execution"] == "running" and observations["backfill"]["overdue"]
+    cleanup = tasks["cleanup"]["attempts"][-1]
+    assert cleanup["cancellation"]["status"] == "requested" and cleanup["execution"] == "ambiguous"
+    assert tasks["perf-notes"]["attempts"][-1]["verification"]["status"] == "pending"
+    hotfix = inspect_run(root, "hotfix")
+    assert hotfix["tasks"][0]["attempts"][-1]["execution"] == "blocked"
+    assert all(t["integration"] == "accepted" for t in inspect_run(root, "docs-site")["tasks"])
+
+
+def test_entry_point_refuses_a_missing_directory_cleanly(tmp_path) -> None:
+    missing = tmp_path / "nope"
+    result = subprocess.run(
+        [sys.executable, "-m", "nexus_tui.app", "-d", str(missing)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert result.stderr == f"Nexus: not a directory: {missing}\n"
+    assert not missing.exists()
+    help_text = subprocess.run(
+        [sys.executable, "-m", "nexus_tui.app", "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    for option in ("--directory", "--poll", "--read-only", "--demo"):
+        assert option in help_text
