@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+from json.encoder import encode_basestring as _quote  # the C version when available
 from typing import Any
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -142,14 +143,31 @@ def pretty(value: Any) -> str:
 
 
 def _scalar(value: Any) -> str:
+    """One scalar as the json encoder writes it (walk() has already respelled numbers)."""
+    if isinstance(value, str):
+        return _quote(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return int.__repr__(value)
+    if type(value) is float:
+        return float.__repr__(value)
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+# Below this size a container is cheaper to write item by item than through json.dumps.
+_BULK = 16
 
 
 def _indented(value: Any, depth: int, out: list[str]) -> None:
     """Append what ``json.dumps(value, indent=2)`` writes, without its pure-Python encoder for
-    the bulk: a container of scalars only (e.g. a hash map) goes through the C encoder with the
-    newline and indentation folded into its item separator. Pieces are joined once, so a
-    megabyte-sized map is not copied again at every level."""
+    the bulk: a large container of scalars only (e.g. a hash map) goes through the C encoder
+    with the newline and indentation folded into its item separator. Pieces are joined once,
+    so a megabyte-sized map is not copied again at every level."""
     is_dict = isinstance(value, dict)
     if not is_dict and not isinstance(value, list):
         out.append(_scalar(value))
@@ -160,18 +178,24 @@ def _indented(value: Any, depth: int, out: list[str]) -> None:
     inner = "\n" + "  " * (depth + 1)
     opening, closing = ("{", "}") if is_dict else ("[", "]")
     out.append(opening + inner)
-    if set(map(type, value.values() if is_dict else value)) <= _SCALARS:
+    values = value.values() if is_dict else value
+    if len(value) > _BULK and set(map(type, values)) <= _SCALARS:
         body = json.dumps(value, ensure_ascii=False, separators=("," + inner, ": "), allow_nan=False)
         out.append(body[1:-1])
     else:
         separator = "," + inner
-        for index, item in enumerate(value.items() if is_dict else value):
-            if index:
+        first = True
+        for item in value.items() if is_dict else value:
+            if not first:
                 out.append(separator)
+            first = False
             if is_dict:
-                out.append(_scalar(item[0]) + ": ")
+                out.append(_quote(item[0]) + ": ")
                 item = item[1]
-            _indented(item, depth + 1, out)
+            if type(item) in _SCALARS:
+                out.append(_scalar(item))
+            else:
+                _indented(item, depth + 1, out)
     out.append("\n" + "  " * depth + closing)
 
 
