@@ -93,6 +93,19 @@ class ActionFlow:
         self.last_result, self.last_error = result, screen.error
         self.on_done()
 
+    def open_fresh_run(self, directory: str, advice: recovery.FreshRun) -> None:
+        """Confirm, then create a fresh run from the old run's recovered plan."""
+        if self.read_only():
+            self.app.notify(READ_ONLY_REFUSAL, severity="error", markup=False)
+            return
+        if advice.plan is None:
+            self._failed("create", f"The plan cannot be recovered: {advice.plan_problem}.")
+            return
+        preview = operations.preview_fresh_run(
+            directory, advice.old_run_id, advice.new_run_id, advice.plan, advice.create_problem
+        )
+        self.app.push_screen(dialog_for(preview, self.display), callback=lambda values: self.confirmed(preview, values))
+
     # -- guided recovery
     def open_recovery(self, directory: str, run_id: str | None = None, task_id: str | None = None) -> None:
         """The situations of the project (or of one run/task) in a list, or the only one directly."""
@@ -114,7 +127,9 @@ class ActionFlow:
 
     def open_situation(self, directory: str, situation: Situation) -> None:
         def next_step(action: str | None) -> None:
-            if action is not None:
+            if action == "create" and situation.fresh_run is not None:
+                self.open_fresh_run(directory, situation.fresh_run)
+            elif action is not None:
                 self.open(action, directory, situation.run_id, situation.task_id)
 
         self.app.push_screen(

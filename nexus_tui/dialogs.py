@@ -76,6 +76,7 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
         "launch": "Launch",
         "collect": "Collect",
         "recover-lock": "Remove writer.lock",
+        "create": "Create fresh run",
     }
     DESTRUCTIVE: ClassVar[frozenset[str]] = frozenset({"cancel", "reconcile", "accept", "recover-lock"})
 
@@ -251,6 +252,7 @@ DIALOGS: dict[str, type[ActionDialog]] = {
     "launch": ConfirmDialog,
     "collect": ConfirmDialog,
     "recover-lock": RecoverLockDialog,
+    "create": ConfirmDialog,
 }
 
 

@@ -9,6 +9,7 @@ calls ``nexus_core`` and records an action-log entry. The dialogs only collect v
 from __future__ import annotations
 
 import getpass
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from nexus_core.hostinfo import hostname, pid_alive
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
 from nexus_core.process import receipt_file_status
-from nexus_core.store import load_run
+from nexus_core.store import load_run, run_path
 from nexus_core.timeutil import now_iso
 
 ACTION_IDS = (
@@ -34,6 +35,7 @@ ACTION_IDS = (
     "launch",
     "collect",
     "recover-lock",
+    "create",
 )
 # Actions that run long enough to need a worker with live progress and a Stop button.
 LONG_ACTIONS = ("verify", "launch")
@@ -111,6 +113,7 @@ _COMPARED: dict[str, tuple[str, ...]] = {
     "accept": ("attempt_id", "verification_id", "verification_status", "integration"),
     "collect": ("attempt_id", "execution", "receipt_hash", "cancellation", "integration"),
     "recover-lock": ("lock_hash",),
+    "create": (),
 }
 
 
@@ -231,6 +234,8 @@ def unavailable_reason(
     the state (the launch could not store it) counts as ready to collect."""
     if action == "recover-lock":
         return None if lock else "There is no writer.lock to recover."
+    if action == "create":
+        return None
     if run is None or task_id is None:
         return "Select a task first."
     try:
@@ -488,6 +493,34 @@ def preview(directory: str, action: str, run_id: str | None = None, task_id: str
     return result
 
 
+def preview_fresh_run(
+    directory: str, old_run_id: str, new_run_id: str, plan: dict[str, Any], problem: str | None = None
+) -> Preview:
+    """The confirmation of a fresh run from a recovered plan (guided recovery)."""
+    root = root_of(directory)
+    tasks = plan.get("tasks") or []
+    return Preview(
+        action="create",
+        root=root,
+        run_id=new_run_id,
+        task_id=None,
+        seen=Seen(run_id=new_run_id),
+        title=f"Create fresh run {new_run_id}",
+        changes=[
+            f"Creates run {new_run_id} from the plan of {old_run_id} ({len(tasks)} task(s)); every task starts "
+            "again from nothing, pending.",
+            "create re-validates the plan and snapshots the protected resources as they are now.",
+            f"{old_run_id} is not touched: it stays as evidence.",
+        ],
+        cautions=[
+            "A fresh run may redo work (and repeat external effects) that the old run already did. "
+            "Inspect the earlier workspace changes first."
+        ],
+        defaults={"plan": plan},
+        unavailable=problem,
+    )
+
+
 def _preview_recover_lock(root: str, lock: dict[str, Any] | None) -> Preview:
     result = Preview(
         action="recover-lock",
@@ -581,6 +614,8 @@ def build_input(preview_: Preview, values: dict[str, Any], run: dict[str, Any] |
         return {"retry": bool(preview_.defaults.get("retry"))}
     if action == "recover-lock":
         return {"expectedHash": preview_.seen.lock_hash, "ownerStopped": True, "note": values["note"]}
+    if action == "create":
+        return dict(preview_.defaults["plan"])
     if action in ("verify", "accept"):
         return {}
     assert run is not None and preview_.task_id is not None
@@ -617,6 +652,8 @@ def build_input(preview_: Preview, values: dict[str, Any], run: dict[str, Any] |
 
 def summarize_input(action: str, options: dict[str, Any]) -> str:
     """A short, plain input summary for the action log (no long free text)."""
+    if action == "create":
+        return f"plan {options.get('id')} ({len(options.get('tasks') or [])} task(s), from the old run)"
     parts = []
     for key, value in options.items():
         if key == "backend" and isinstance(value, dict):
@@ -669,12 +706,16 @@ class ActionLog:
 def _target_words(preview_: Preview) -> str:
     if preview_.action == "recover-lock":
         return f"writer.lock {_short(preview_.seen.lock_hash)}"
+    if preview_.action == "create":
+        return f"run {preview_.run_id}"
     return f"{preview_.run_id}/{preview_.task_id}"
 
 
 def _result_words(action: str, task_id: str | None, result: dict[str, Any]) -> str:
     if action == "recover-lock":
         return f"writer.lock removed; receipt recorded at {result.get('recoveredAt')}"
+    if action == "create":
+        return f"run {result.get('id')} created with {len(result.get('tasks', []))} task(s)"
     task = next((t for t in result.get("tasks", []) if t["id"] == task_id), None)
     if task is None:
         return "done"
@@ -716,6 +757,13 @@ def recheck(preview_: Preview) -> dict[str, Any] | None:
             raise TargetChanged(
                 "writer.lock changed while the dialog was open (" + "; ".join(changed) + "). "
                 "Nothing was removed; review the new owner and try again."
+            )
+        return None
+    if preview_.action == "create":
+        if os.path.lexists(os.path.join(preview_.root, run_path(preview_.run_id or ""))):
+            raise TargetChanged(
+                f"Run id {preview_.run_id} was taken while the dialog was open. Nothing was created; "
+                "reopen the recovery screen for a new, unused id."
             )
         return None
     run = load_run(preview_.root, preview_.run_id or "")
@@ -771,6 +819,8 @@ def _call(
     action = preview_.action
     if action == "recover-lock":
         return locks.recover_lock(root, options)
+    if action == "create":
+        return engine.create_run(root, options)
     if action == "verify":
         return engine.verify_task(root, run_id, task_id, progress=progress, should_stop=should_stop)
     if action == "accept":

@@ -16,6 +16,7 @@ from nexus_core.hostinfo import hostname, pid_alive
 from nexus_core.locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.observe import inspect_loaded
 from nexus_core.paths import root_of
+from nexus_core.plan import normalize_plan
 from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
 from nexus_core.store import RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
@@ -52,6 +53,9 @@ class FreshRun:
     command: str
     plan: dict[str, Any] | None  # None when the plan could not be recovered
     plan_problem: str | None = None
+    # Why create would refuse the recovered plan right now (e.g. a check argument names an
+    # artifact the old run produced, which create requires to be a protected resource).
+    create_problem: str | None = None
     warning: str = FRESH_RUN_WARNING
 
     @property
@@ -230,12 +234,20 @@ def fresh_run(root: str, run_id: str, plan: dict[str, Any] | None = None) -> Fre
     plan_file = os.path.join(tempfile.gettempdir(), f"nexus-plan-{new_id}.json")
     command = f"nexus create --plan {shlex.quote(plan_file)} -d {shlex.quote(root)}"
     recovered = None
+    create_problem = None
     if plan is not None:
         try:
             recovered = plan_input(plan, new_id)
         except (KeyError, TypeError, AttributeError):
             problem = "the stored plan is malformed"
-    return FreshRun(run_id, new_id, plan_file, command, recovered, problem)
+    if recovered is not None:
+        try:
+            normalize_plan(root, recovered)  # validation only: reads, never writes
+        except NexusError as error:
+            create_problem = error.message
+        except OSError as error:
+            create_problem = f"{error.strerror}: {error.filename}"
+    return FreshRun(run_id, new_id, plan_file, command, recovered, problem, create_problem)
 
 
 def save_fresh_plan(advice: FreshRun) -> str:
@@ -414,6 +426,8 @@ def task_situations(root: str, inspected: dict[str, Any], now: int | None = None
         observation = observations.get(task_id, {})
         attempt = task["attempts"][-1] if task["attempts"] else None
         found.extend(_task_situations(root, inspected, task, definition, observation, attempt, moment))
+        if attempt is None and task["integration"] != "accepted":
+            found.extend(_blocked_by_stale_dependency(root, inspected, task, definition, observations))
     return found
 
 
@@ -689,6 +703,41 @@ def _task_situations(
                 next_action=retry_action,
             )
     return found
+
+
+def _blocked_by_stale_dependency(
+    root: str,
+    run: dict[str, Any],
+    task: dict[str, Any],
+    definition: dict[str, Any],
+    observations: dict[str, dict[str, Any]],
+) -> list[Situation]:
+    """A task that cannot start because an accepted dependency's evidence went stale."""
+    tasks = {t["id"]: t for t in run["tasks"]}
+    stale = [
+        dep
+        for dep in definition["dependsOn"]
+        if tasks.get(dep, {}).get("integration") == "accepted" and observations.get(dep, {}).get("stale")
+    ]
+    if not stale:
+        return []
+    return [
+        Situation(
+            "dependency-stale",
+            f"{task['id']}: cannot start, {', '.join(stale)} is stale",
+            run["id"],
+            task["id"],
+            [
+                f"Start is refused while the accepted evidence of {dep} is stale: "
+                f"{observations[dep].get('staleReason')}"
+                for dep in stale
+            ],
+            [f"Open the situation of {', '.join(stale)}: are the changes intended?"],
+            "Restore the dependency's files (its evidence becomes current again), or create a fresh run "
+            "from the same plan where every task is redone and re-verified.",
+            fresh_run=fresh_run(root, run["id"], run["plan"]),
+        )
+    ]
 
 
 # ----------------------------------------------------------------- the whole project

@@ -83,6 +83,12 @@ class RecoveryScreen(ModalScreen[str | None]):
                             "then run the command above."
                         )
                     yield Static(plain(self.shown_text(words)), id="recovery-plan")
+                    if advice.create_problem:
+                        refusal = (
+                            f"create would refuse this plan now: {advice.create_problem} Move the old run's "
+                            "files that the plan names out of the way first (keep them as evidence)."
+                        )
+                        yield Static(plain(self.shown_text(refusal)), classes="unavailable")
                     yield Static(plain(self.shown_text(advice.warning)), classes="caution")
             yield Static("", id="dialog-error")
             with Horizontal(id="dialog-buttons"):
@@ -91,6 +97,7 @@ class RecoveryScreen(ModalScreen[str | None]):
                     yield Button("Copy command", id="copy-command")
                 if advice is not None and advice.plan is not None:
                     yield Button("Save plan file", id="save-plan", disabled=self.read_only)
+                    yield Button("Create fresh run…", id="fresh-run", disabled=self.read_only)
                 if situation.next_action:
                     yield Button(
                         ACTION_LABELS[situation.next_action],
@@ -114,6 +121,8 @@ class RecoveryScreen(ModalScreen[str | None]):
             self.app.notify("Command copied to the clipboard.", markup=False)
         elif button == "save-plan" and not self.read_only:
             self.save_plan()
+        elif button == "fresh-run" and not self.read_only:
+            self.dismiss("create")
 
     def save_plan(self) -> None:
         advice = self.situation.fresh_run

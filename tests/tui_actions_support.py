@@ -12,11 +12,16 @@ from typing import Any
 from nexus_core import canonical, engine
 from nexus_core.store import load_run
 
-# The check waits while a `hold` file exists (tests use it to catch a verification mid-check).
+# The check of task T reads out/T/result.txt; it waits while a `hold` file exists (tests use
+# it to catch a verification mid-check). It takes the task id, not the artifact path: create
+# requires an existing file named by a check argument to be a protected resource, which would
+# refuse a fresh run from the same plan once the artifact exists.
 CHECK = (
     "import pathlib, sys, time\n"
     "while pathlib.Path('hold').exists():\n    time.sleep(0.05)\n"
-    "text = pathlib.Path(sys.argv[1]).read_text() if pathlib.Path(sys.argv[1]).exists() else ''\n"
+    "arg = sys.argv[1]\n"
+    "path = pathlib.Path(arg) if '/' in arg else pathlib.Path('out', arg, 'result.txt')\n"
+    "text = path.read_text() if path.exists() else ''\n"
     "sys.exit(0 if 'ok' in text.split() else 1)\n"
 )
 # The process worker: waits while `hold-worker` exists, then writes out/<task>/result.txt.
@@ -36,7 +41,7 @@ def task_plan(task_id: str, **extra: Any) -> dict[str, Any]:
         "artifacts": [f"out/{task_id}/result.txt"],
         "resources": ["checks/check.py"],
         "checks": [
-            {"id": "result-ok", "command": "python", "args": ["checks/check.py", f"out/{task_id}/result.txt"]},
+            {"id": "result-ok", "command": "python", "args": ["checks/check.py", task_id]},
         ],
         "idempotent": True,
     }

@@ -248,7 +248,7 @@ async def test_a_state_changed_under_the_dialog_is_refused(tmp_path: Path) -> No
 
 
 async def test_verify_progress_shows_the_check_and_stop_ends_ambiguous(tmp_path: Path) -> None:
-    checks = [{"id": f"c{i}", "command": "python", "args": ["checks/check.py", "out/a/result.txt"]} for i in (1, 2)]
+    checks = [{"id": f"c{i}", "command": "python", "args": ["checks/check.py", "a"]} for i in (1, 2)]
     root = make_project(tmp_path, [task_plan("a", checks=checks)])
     start(root, "a")
     write_result(root, "a")
@@ -264,7 +264,7 @@ async def test_verify_progress_shows_the_check_and_stop_ends_ambiguous(tmp_path:
         assert isinstance(screen, ProgressScreen)
         step = screen.query_one("#progress-step", Static)
         await _wait_until(pilot, lambda: "Check 1 of 2: c1" in str(step.render()))
-        assert "checks/check.py out/a/result.txt" in str(screen.query_one("#progress-command", Static).render())
+        assert "checks/check.py a" in str(screen.query_one("#progress-command", Static).render())
         await pilot.click("#stop")  # the app stays responsive while the check runs
         (root / "hold").unlink()
         await _wait_until(pilot, lambda: screen.finished)
@@ -357,6 +357,28 @@ async def test_corrupt_run_screen_saves_the_plan_but_repairs_nothing(tmp_path: P
     finally:
         os.unlink(saved)
     assert tree_digest(root) == before
+
+
+async def test_create_a_fresh_run_from_the_recovery_screen(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    start(root, "a")
+    write_result(root, "a")
+    record(root, "a")
+    engine.verify_task(str(root), "demo", "a")
+    engine.accept_task(str(root), "demo", "a")
+    write_result(root, "a", "ok edited\n")
+    app = Host(root)
+    async with app.run_test(size=SIZE) as pilot:
+        app.flow.open_recovery(str(root), "demo", "a")
+        await pilot.pause()
+        assert isinstance(app.screen, RecoveryScreen) and app.screen.situation.kind == "accepted-stale"
+        await pilot.click("#fresh-run")
+        await pilot.pause()
+        assert isinstance(app.screen, ActionDialog) and app.screen.preview.action == "create"
+        await pilot.click("#confirm")
+        await _settle(app, pilot)
+    assert task_of(root, "a", run_id="demo-fresh")["integration"] == "pending"
+    assert app.flow.log.entries[-1].action == "create"
 
 
 async def test_read_only_disables_the_recovery_buttons_and_the_flow(tmp_path: Path) -> None:

@@ -187,7 +187,7 @@ def test_core_refusal_keeps_its_exact_message(tmp_path: Path) -> None:
 
 
 def test_verify_can_be_stopped_and_never_passes(tmp_path: Path) -> None:
-    checks = [{"id": f"c{i}", "command": "python", "args": ["checks/check.py", "out/a/result.txt"]} for i in range(3)]
+    checks = [{"id": f"c{i}", "command": "python", "args": ["checks/check.py", "a"]} for i in range(3)]
     root = make_project(tmp_path, [task_plan("a", checks=checks)])
     start(root, "a")
     write_result(root, "a")

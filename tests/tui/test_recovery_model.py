@@ -199,6 +199,42 @@ def test_stale_evidence_after_acceptance_lists_every_changed_file(tmp_path: Path
     (root / "out" / "a" / "result.txt").unlink()
     changes = _kinds(root)["accepted-stale"].changes
     assert [c.words() for c in changes] == ["added: out/a/extra.txt", "removed: out/a/result.txt"]
+    blocked = _kinds(root)["dependency-stale"]
+    assert blocked.task_id == "b" and blocked.next_action is None
+    assert "Stale evidence" in blocked.known[0]
+
+
+def test_a_fresh_run_that_create_would_refuse_says_why(tmp_path: Path) -> None:
+    checks = [{"id": "c", "command": "python", "args": ["checks/check.py", "out/a/result.txt"]}]
+    root = make_project(tmp_path, [task_plan("a", checks=checks)])
+    accepted(root, "a")
+    write_result(root, "a", "ok but edited\n")
+    advice = _kinds(root)["accepted-stale"].fresh_run
+    assert advice is not None and advice.create_problem == (
+        "Nexus: File argument must be declared as a protected resource: out/a/result.txt"
+    )
+
+
+def test_fresh_run_created_from_the_dashboard_and_refused_if_the_id_was_taken(tmp_path: Path) -> None:
+    root = make_project(tmp_path, [task_plan("a"), task_plan("b", dependsOn=["a"])])
+    accepted(root, "a")
+    write_result(root, "a", "ok but edited\n")
+    advice = _kinds(root)["accepted-stale"].fresh_run
+    assert advice is not None and advice.plan is not None and advice.create_problem is None
+    preview = ops.preview_fresh_run(str(root), "demo", advice.new_run_id, advice.plan)
+    log = ops.ActionLog()
+    ops.execute(preview, {}, log)
+    fresh = load_run(str(root), "demo-fresh")
+    assert [t["integration"] for t in fresh["tasks"]] == ["pending", "pending"]
+    assert log.entries[-1].result == "run demo-fresh created with 2 task(s)"
+    with pytest.raises(ops.TargetChanged):
+        ops.execute(preview, {}, log)  # the same dialog confirmed again: the id is taken now
+    # In the fresh run the work can be redone and accepted on the current files.
+    start(root, "a", run_id="demo-fresh")
+    record(root, "a", run_id="demo-fresh")
+    engine.verify_task(str(root), "demo-fresh", "a")
+    engine.accept_task(str(root), "demo-fresh", "a")
+    assert task_of(root, "a", run_id="demo-fresh")["integration"] == "accepted"
 
 
 def test_stale_passed_verification_before_acceptance(tmp_path: Path) -> None:
