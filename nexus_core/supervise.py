@@ -346,8 +346,17 @@ def _attempt_events(
         out.add("execution-changed", task_id, attempt_id, previous=old.get("execution"), execution=new["execution"])
 
 
-def derive_events(before: Snapshot, after: Snapshot, run_id: str, tasks: set[str] | None = None) -> list[Event]:
-    """Every change from ``before`` to ``after``, in a stable order; ``tasks`` limits task events."""
+def derive_events(
+    before: Snapshot,
+    after: Snapshot,
+    run_id: str,
+    tasks: set[str] | None = None,
+    last_readable: Snapshot | None = None,
+) -> list[Event]:
+    """Every change from ``before`` to ``after``, in a stable order; ``tasks`` limits task events.
+
+    When the run becomes readable again, its changes are taken from ``last_readable``.
+    """
     out = _Events(run_id, after.sequence, after.at_ms)
     _lock_events(out, before, after)
     if after.view is None:
@@ -356,7 +365,10 @@ def derive_events(before: Snapshot, after: Snapshot, run_id: str, tasks: set[str
         return out.items
     if before.view is None:
         out.add("run-readable")
-        return out.items
+        if last_readable is None or last_readable.view is None:
+            return out.items
+        before = last_readable
+    assert before.view is not None
     old_observations = _observations(before.view)
     new_observations = _observations(after.view)
     old_tasks = {t["id"]: t for t in before.view["tasks"]}
@@ -753,6 +765,7 @@ def wait_for_run(
         last_print = fingerprint(root, run_id)
         pending_since: float | None = None
         pending_key: tuple[Any, ...] | None = None
+        readable: Snapshot | None = current if current.view is not None else None
         while True:
             verdict = verdict_for(current, run_id, task_id)
             moment = monotonic()
@@ -777,12 +790,14 @@ def wait_for_run(
             last_print, last_full = look, moment
             newer = take_snapshot(root, run_id, recoveries, hashes)
             recoveries = newer.recoveries
-            events = derive_events(current, newer, run_id, closure)
+            events = derive_events(current, newer, run_id, closure, readable)
             for event in events:
                 send(event)
             if events or newer.sequence != current.sequence:
                 last_change = moment
             current = newer
+            if current.view is not None:
+                readable = current
     finally:
         if log is not None:
             log.close()

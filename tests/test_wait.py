@@ -447,3 +447,20 @@ def test_process_heartbeat_stale_and_finished(project: Project) -> None:
     assert finished.view is not None
     verdict = classify_task(finished.view, finished.view["tasks"][0], observation, True, finished.at_ms, "vm")
     assert (verdict.state, verdict.category) == ("awaiting-collect", "unfinished")
+
+
+def test_changes_made_while_the_run_was_unreadable_are_reported(project: Project) -> None:
+    project.create(task_def("a"))
+    project.start("a")
+    root = str(project.root)
+    good = supervise.take_snapshot(root, "demo")
+    original = project.run_file.read_bytes()
+    project.run_file.write_bytes(original.replace(b'"tasks"', b'"tasks "', 1))
+    broken = supervise.take_snapshot(root, "demo")
+    assert [e["type"] for e in derive_events(good, broken, "demo")] == ["run-unreadable"]
+    project.run_file.write_bytes(original)
+    project.write("a")
+    project.record("a")
+    again = supervise.take_snapshot(root, "demo")
+    events = derive_events(broken, again, "demo", last_readable=good)
+    assert [(e["type"], e["sequence"]) for e in events] == [("run-readable", 3), ("outcome-recorded", 3)]
