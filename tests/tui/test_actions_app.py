@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
 from dashboard_kit import eventually, loaded, quiet_app, select, tree_fingerprint
 from textual.widgets import Checkbox, Input
 from textual.widgets._footer import FooterKey
@@ -287,6 +286,61 @@ async def test_a_core_error_is_an_error_notification_and_the_app_keeps_running(t
     assert tree_digest(root) == before
 
 
-@pytest.mark.skipif(not os.environ.get("NEXUS_LONG"), reason="long mode (NEXUS_LONG=1): the whole demo")
-async def test_the_demo_can_be_finished_from_the_dashboard(tmp_path: Path) -> None:
-    pytest.skip("written with the demo walkthrough below")
+async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
+    """The issue's "done when": from the demo, clear the dead lock and bring every task to
+    accepted or explicitly failed with keys and dialogs only (release-notes: see the end)."""
+    from nexus_core.store import load_run
+    from nexus_tui import recovery
+    from nexus_tui.demo import build_demo
+
+    root = build_demo(str(tmp_path / "demo")).directory
+    app = quiet_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        # 1. The dead writer.lock blocks every mutation: the recovery guide lists it first.
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, RecoveryScreen) and app.screen.situation.kind == "writer-lock-dead"
+        fingerprint = app.screen.situation.lock_hash or ""
+        before = app.scans_applied
+        await pilot.click("#next-action")
+        await pilot.pause()
+        _fill(app, note="pid 4194304 does not exist on this host", owner_stopped=True, typed=fingerprint[:8])
+        await pilot.click("#confirm")
+        await _done(app, pilot, before)
+        assert not os.path.exists(os.path.join(root, ".bmad-plus/nexus/writer.lock"))
+        # 2. Each task, with the key of its safe next step.
+        steps = [
+            ("release", "migrate", "A", {}),
+            ("release", "perf-notes", "v", None),
+            ("release", "perf-notes", "A", {}),
+            ("release", "bench", "A", {}),
+            ("release", "cleanup", "e", {"summary": "stopped before dropping", "outcome": "cancelled"}),
+            ("release", "backfill", "e", {"summary": "worker gone, nothing written", "outcome": "failed"}),
+            ("hotfix", "patch", "e", {"summary": "no timezone table: abandoned", "outcome": "failed"}),
+        ]
+        for run_id, task_id, key, values in steps:
+            await select(pilot, run_id, task_id)
+            await _open(app, pilot, key)
+            if values is None:
+                await _long(app, pilot)
+                continue
+            if "outcome" in values:
+                await pilot.click(f"#outcome-{values['outcome']}")
+                _fill(app, summary=values["summary"], owner_stopped=True)
+            await _confirm(app, pilot)
+    assert _errors(app) == []
+    unfinished = []
+    for run_id in ("docs-site", "hotfix", "release"):
+        for task in load_run(root, run_id)["tasks"]:
+            attempt = task["attempts"][-1] if task["attempts"] else None
+            explicit = attempt is not None and attempt["execution"] in ("failed", "cancelled")
+            if task["integration"] != "accepted" and not explicit:
+                unfinished.append(f"{run_id}/{task['id']}")
+    # release-notes depends on `client`, accepted then edited by the demo: it cannot start in
+    # this run. Guided recovery names it and explains the way out (a fresh run).
+    assert unfinished == ["release/release-notes"]
+    situation = next(s for s in recovery.classify_project(root) if s.task_id == "release-notes")
+    assert situation.kind == "dependency-stale"
