@@ -311,7 +311,7 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
         beat.append(plain(process.get("status")))
         beat.append(" · heartbeat ")
         beat.append(_when(process.get("lastHeartbeat"), now))
-        if process.get("heartbeatStale"):
+        if process.get("heartbeatStale") and process.get("status") != "finished":
             beat.append(" STALE", style="bold red")
         if process.get("childPid") is not None:
             beat.append(f" · child pid {process['childPid']}")
