@@ -490,6 +490,12 @@ def preview(directory: str, action: str, run_id: str | None = None, task_id: str
             "The receipt's scope snapshot becomes the attempt's result.",
         ]
         result.cautions = ["A completed receipt is refused if the scope changed since the process ended."]
+    if lock is not None:
+        # Mutations need writer.lock: say so before the operator fills the dialog in.
+        result.cautions.append(
+            f"writer.lock is held ({lock['hash'][:12]}, {_owner_words(lock.get('owner'))}): the core refuses "
+            "every change until it is released or recovered (guided recovery, g)."
+        )
     return result
 
 
