@@ -227,15 +227,20 @@ def _lock_owner(snapshot: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _lock_events(out: _Events, before: Snapshot, after: Snapshot) -> None:
+    receipts = {_dict(receipt.get("observed")).get("hash"): receipt for receipt in after.recoveries.values()}
+    present = {_dict(lock).get("hash") for lock in after.locks.values()}
+    # Receipts first seen now whose lock is already gone (a recovery between two looks). One
+    # whose lock is still there (receipt written, lock not yet removed) waits for the removal.
     recovered_hashes = {
-        (receipt.get("observed") or {}).get("hash"): receipt
+        _dict(receipt.get("observed")).get("hash"): receipt
         for name, receipt in after.recoveries.items()
-        if name not in before.recoveries
+        if name not in before.recoveries and _dict(receipt.get("observed")).get("hash") not in present
     }
     for name in LOCK_NAMES:
         old, new = before.locks.get(name), after.locks.get(name)
         if old is not None and (new is None or new.get("hash") != old.get("hash")):
-            receipt = recovered_hashes.pop(old.get("hash"), None)
+            recovered_hashes.pop(old.get("hash"), None)
+            receipt = receipts.get(old.get("hash"))
             if receipt is not None and name == "writer":
                 out.add(
                     "lock-recovered",

@@ -464,3 +464,23 @@ def test_changes_made_while_the_run_was_unreadable_are_reported(project: Project
     again = supervise.take_snapshot(root, "demo")
     events = derive_events(broken, again, "demo", last_readable=good)
     assert [(e["type"], e["sequence"]) for e in events] == [("run-readable", 3), ("outcome-recorded", 3)]
+
+
+def test_lock_recovery_is_reported_once_whatever_the_looks_catch() -> None:
+    lock = {"hash": "ab" * 32, "owner": {"pid": 7, "hostname": "vm", "createdAt": "2026-01-01T00:00:00.000Z"}}
+    receipt = {"observed": lock, "note": "owner gone", "recoveredAt": "2026-01-01T00:01:00.000Z"}
+
+    def look(held: bool, receipts: dict[str, object]) -> Snapshot:
+        locks = {"writer": lock if held else None, "recovery": None}
+        return Snapshot(at_ms=0, view=None, error="unreadable", locks=locks, recoveries=receipts)  # type: ignore[arg-type]
+
+    held, written, gone = look(True, {}), look(True, {"r.json": receipt}), look(False, {"r.json": receipt})
+    assert derive_events(held, written, "demo") == []  # receipt written, lock not yet removed
+    for before in (held, written):
+        events = derive_events(before, gone, "demo")
+        assert [(e["type"], e["hash"], e["note"], e["owner"]["pid"]) for e in events] == [
+            ("lock-recovered", "ab" * 32, "owner gone", 7)
+        ]
+    # Taken and recovered between two looks: the receipt alone proves it.
+    assert [e["type"] for e in derive_events(look(False, {}), gone, "demo")] == ["lock-recovered"]
+    assert [e["type"] for e in derive_events(held, look(False, {}), "demo")] == ["lock-released"]
