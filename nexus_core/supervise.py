@@ -858,7 +858,7 @@ def parse_interval(text: str) -> int:
 @dataclass
 class LoopStop:
     """Stop requests (Ctrl+C): the first ends the loop after the current step, the second
-    also asks a running verification to stop between checks (it then ends ambiguous)."""
+    ends it at once, leaving a running verification to finish on its own."""
 
     requests: int = 0
     event: threading.Event = field(default_factory=threading.Event)
@@ -942,6 +942,59 @@ def verify_candidates(view: View) -> list[str]:
     return found
 
 
+def verify_in_own_process_group(
+    root: str, run_id: str, task_id: str, say: Callable[[str], None], stop: LoopStop
+) -> bool:
+    """Run ``nexus verify`` as a child in its own session and report its checks as they land.
+
+    A terminal Ctrl+C signals the whole foreground process group: a check in the loop's group
+    would be killed by it and recorded as a failed verification. In its own session the
+    verification never sees the terminal's signals and always records a real verdict. Returns
+    False when a second stop request leaves it running on its own.
+    """
+    import subprocess
+
+    before = take_snapshot(root, run_id)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "nexus_core.cli", "verify", run_id, task_id, "--json", "-d", root],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    output = b""
+    while True:
+        try:
+            output, _ = child.communicate(timeout=0.2)
+            finished = True
+        except subprocess.TimeoutExpired:
+            finished = False
+        after = take_snapshot(root, run_id)
+        for event in derive_events(before, after, run_id, {task_id}):
+            if event["type"] == "check-finished":
+                error = f", {event['error']}" if event.get("error") else ""
+                say(f"    check {event['check']}: exit {event['exitCode']}{error}")
+        before = after
+        if finished:
+            break
+        if stop.requests >= 2:
+            say(f"  the verification of {task_id} goes on in pid {child.pid} and will record its own verdict")
+            return False
+    try:
+        result = canonical.parse(output.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        result = None
+    if isinstance(result, dict) and isinstance(result.get("tasks"), list):
+        task: dict[str, Any] = next((t for t in result["tasks"] if t.get("id") == task_id), {})
+        status = _dict((latest(task) or {}).get("verification")).get("status")
+        say(f"  verified {task_id}: {status}")
+    elif isinstance(result, dict) and "error" in result:
+        say(f"  verify {task_id} refused: {result['error']}")
+    else:
+        say(f"  verify {task_id} ended with exit {child.returncode} and no readable result")
+    return True
+
+
 @dataclass
 class LoopResult:
     executed: int
@@ -962,8 +1015,6 @@ def run_loop(
     stop: LoopStop | None = None,
 ) -> LoopResult:
     """Tick every ``every`` seconds until the cap or a stop request; see ``nexus loop --help``."""
-    from .engine import verify_task
-
     stop = stop or LoopStop()
     sleep: Callable[[float], object] = sleeper or stop.event.wait
     root = root_of(directory)
@@ -1003,19 +1054,8 @@ def run_loop(
                 if stop.requests:
                     break
                 say(f"  verifying {task_id}...")
-                try:
-                    result = verify_task(
-                        directory,
-                        run_id,
-                        task_id,
-                        progress=lambda p: _report_progress(say, p),
-                        should_stop=lambda: stop.requests >= 2,
-                    )
-                except NexusError as error:
-                    say(f"  verify {task_id} refused: {error.message}")
-                    continue
-                attempt = latest(next(t for t in result["tasks"] if t["id"] == task_id)) or {}
-                say(f"  verified {task_id}: {attempt.get('verification', {}).get('status')}")
+                if not verify_in_own_process_group(root, run_id, task_id, say, stop):
+                    return LoopResult(executed, skipped, "stopped")
             snapshot = take_snapshot(root, run_id, recoveries, hashes)
         previous = snapshot
         if executed >= tick_cap:
@@ -1030,14 +1070,6 @@ def run_loop(
         if missed:
             skipped += missed
             say(f"{missed} tick(s) skipped: the previous tick was still running")
-
-
-def _report_progress(say: Callable[[str], None], progress: dict[str, Any]) -> None:
-    if progress.get("event") == "check-finished":
-        say(
-            f"    check {progress.get('check')} ({progress.get('index', 0) + 1}/{progress.get('total')}): "
-            f"exit {progress.get('exitCode')}" + (f", {progress['error']}" if progress.get("error") else "")
-        )
 
 
 def _report_tick(
@@ -1125,8 +1157,10 @@ A tick that finds the run busy (writer.lock or recovery.lock held, a
 verification or a launch running) is skipped and counted, never queued.
 After 500 executed ticks the loop stops by itself with a notice.
 The loop lives in this process only: nothing is scheduled or persisted,
-and it ends with this process. Ctrl+C stops it cleanly (a second Ctrl+C
-also stops a running verification between checks, as ambiguous).
+and it ends with this process. Ctrl+C stops it cleanly after the current
+step. Verifications run in their own process group, so Ctrl+C never reaches
+a check; a second Ctrl+C leaves a running verification to finish and record
+its verdict by itself.
 """
 
 
@@ -1205,7 +1239,9 @@ def loop_command(run: str, interval: str, verify: bool, directory: str) -> None:
     def on_signal(_number: int, _frame: FrameType | None) -> None:
         stop.request()
         if stop.requests == 1:
-            _err("nexus loop: stopping after the current step (Ctrl+C again also stops a running verification).\n")
+            _err(
+                "nexus loop: stopping after the current step (Ctrl+C again leaves a running verification to finish).\n"
+            )
 
     previous = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     _out(

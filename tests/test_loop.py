@@ -227,10 +227,10 @@ def test_verify_checks_completed_attempts_once(project: Project) -> None:
     assert result.executed == 2
     assert lines[1:7] == [
         "  verifying a...",
-        "    check content (1/1): exit 0",
+        "    check content: exit 0",
         "  verified a: passed",
         "  verifying b...",
-        "    check content (1/1): exit 1",
+        "    check content: exit 1",
         "  verified b: failed",
     ]
     assert lines[7].startswith("tick 2: ") and lines[8] == "  no change"
@@ -238,8 +238,19 @@ def test_verify_checks_completed_attempts_once(project: Project) -> None:
     assert statuses == {"a": "passed", "b": "failed", "c": "pending"}
 
 
-def test_real_loop_verifies_and_stops_cleanly_on_ctrl_c(project: Project) -> None:
-    project.create(task_def("a"))
+def test_real_loop_verifies_and_a_terminal_ctrl_c_never_reaches_the_check(project: Project) -> None:
+    slow = task_def(
+        "a",
+        checks=[
+            {
+                "id": "slow",
+                "command": "/bin/sh",
+                "args": ["-c", "sleep 1; grep -q done out/a/result.txt"],
+                "timeoutMs": 30000,
+            }
+        ],
+    )
+    project.create(slow)
     project.start("a")
     project.write("a")
     project.record("a")
@@ -248,15 +259,16 @@ def test_real_loop_verifies_and_stops_cleanly_on_ctrl_c(project: Project) -> Non
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own group, as a shell gives a foreground job
     )
     lines: list[str] = []
     assert process.stdout is not None
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
     reader.start()
     try:
-        until(lambda: any("verified a: passed" in line for line in lines), what="the first tick to verify a")
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
+        until(lambda: b'"status": "running"' in project.run_file.read_bytes(), what="the verification to start")
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal Ctrl+C does: the whole foreground group
+        process.wait(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
@@ -264,9 +276,12 @@ def test_real_loop_verifies_and_stops_cleanly_on_ctrl_c(project: Project) -> Non
     reader.join(timeout=5)
     assert process.returncode == 0
     assert lines[0] == "nexus loop: run demo every 30s with --verify; it lives in this process only. Ctrl+C stops it.\n"
-    assert lines[-1] == "nexus loop: 1 ticks run, 0 skipped (stopped).\n"
+    untimed = [line.split("] ", 1)[-1] for line in lines[-3:]]
+    assert untimed == [
+        "    check slow: exit 0\n",
+        "  verified a: passed\n",
+        "nexus loop: 1 ticks run, 0 skipped (stopped).\n",
+    ]
     assert "stopping after the current step" in process.stderr.read()  # type: ignore[union-attr]
-    state = project.state()
-    assert state["tasks"][0]["attempts"][-1]["verification"]["status"] == "passed"
-    assert not project.writer_lock.exists()
+    assert project.state()["tasks"][0]["attempts"][-1]["verification"]["status"] == "passed"
     assert json.loads(project.nexus("inspect", "--json").stdout)["lock"] is None
