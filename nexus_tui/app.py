@@ -158,6 +158,7 @@ class ProjectPane(Vertical):
         self._run_cells: dict[str, dict[str, Text]] = {}
         self._task_cells: dict[str, dict[str, Text]] = {}
         self._task_rows: dict[str, TaskRow] = {}
+        self._task_second = -1
         self._detail_key: tuple[Any, ...] | None = None
         self.scope_paths: tuple[str, ...] = ()
         self.has_base = False
@@ -270,7 +271,7 @@ class ProjectPane(Vertical):
             else:
                 for key, cell in cells.items():
                     if old[key] != cell:
-                        table.update_cell(view.run_id, key, cell, update_width=True)
+                        _update_cell(table, view.run_id, key, cell)
             self._run_cells[view.run_id] = cells
         if added or self.run_sort[0]:
             order = {view.run_id: i for i, view in enumerate(self.snapshot.runs)}
@@ -302,7 +303,12 @@ class ProjectPane(Vertical):
             del self._task_cells[gone]
             self._task_rows.pop(gone, None)
         added = False
+        # Ages are shown to the second: within one second an unchanged row has unchanged cells.
+        same_second = now // 1000 == self._task_second
+        self._task_second = now // 1000
         for row in visible:
+            if same_second and self._task_rows.get(row.task_id) == row and row.task_id in self._task_cells:
+                continue
             cells = render.task_cells(row, now)
             old = self._task_cells.get(row.task_id)
             if old is None:
@@ -311,7 +317,7 @@ class ProjectPane(Vertical):
             else:
                 for key, cell in cells.items():
                     if old[key] != cell:
-                        table.update_cell(row.task_id, key, cell, update_width=True)
+                        _update_cell(table, row.task_id, key, cell)
             self._task_cells[row.task_id] = cells
             self._task_rows[row.task_id] = row
         if added or self.task_sort[0]:
@@ -484,6 +490,13 @@ class ProjectPane(Vertical):
     def key_escape(self) -> None:
         if self.filter_input.has_focus or self.filter_text:
             self.clear_filter()
+
+
+def _update_cell(table: DataTable[Any], row: str, column: str, cell: Text) -> None:
+    """Update one cell; re-measure the column only when the new value is wider (measuring
+    re-reads every row of the column: far too slow on each change of a 200-row table)."""
+    width = table.columns[column].content_width  # type: ignore[index]
+    table.update_cell(row, column, cell, update_width=cell.cell_len > width)
 
 
 def _add_node(parent: Any, node: render.Node) -> None:
