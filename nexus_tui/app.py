@@ -40,6 +40,7 @@ POLL_RESCAN_SECONDS = 1.0
 WATCH_DEBOUNCE_MS = 50
 WATCH_STEP_MS = 10
 WATCH_ARMED_MS = 300
+MAX_WATCHED_SCOPES = 1000
 
 
 # ----------------------------------------------------------------- plumbing
@@ -731,12 +732,16 @@ class NexusApp(ActionsMixin, App[None]):
         from watchfiles import awatch
 
         pane = self.panes[index]
+        failures = 0
         while not self._requests.closed:
             root = pane.snapshot.root if pane.snapshot else None
             paths = []
             if root and os.path.isdir(os.path.join(root, BASE)):
                 paths.append(os.path.join(root, BASE))
-            paths.extend(pane.scope_paths)
+            # Each watched directory costs inotify watches; past a limit the periodic rescan
+            # (which re-inspects every run in turn) is what notices edits inside scopes.
+            if len(pane.scope_paths) <= MAX_WATCHED_SCOPES:
+                paths.extend(pane.scope_paths)
             stop = asyncio.Event()
             self._watch_stops[index] = stop
             if not paths:
@@ -762,8 +767,10 @@ class NexusApp(ActionsMixin, App[None]):
                         self.request_scan(index, everything=True)
                     if changes:
                         self._on_changes(index, root or "", {path for _, path in changes})
-            except Exception:  # a watched scope vanished; the periodic rescan covers the gap
-                await self._sleep_or_stop(stop, 1.0)
+                failures = 0
+            except Exception:  # a watched scope vanished, or no watch left: the rescan covers
+                failures += 1
+                await self._sleep_or_stop(stop, min(30.0, 2.0**failures))
 
     @staticmethod
     async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
