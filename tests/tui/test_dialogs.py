@@ -104,50 +104,6 @@ async def test_every_dialog_focuses_cancel_and_cancel_changes_nothing(tmp_path: 
     assert app.flow.log.entries == [] and app.errors() == []
 
 
-async def test_start_record_verify_accept_through_dialogs(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    app = Host(root)
-    async with app.run_test(size=SIZE) as pilot:
-        app.flow.open("start", str(root), "demo", "a")
-        await pilot.pause()
-        assert app.screen.query_one("#backend_id", Input).value == "operator"
-        await pilot.click("#confirm")
-        await _settle(app, pilot)
-        assert latest(root, "a")["backend"]["id"] == "operator"
-        write_result(root, "a")
-        app.flow.open("record", str(root), "demo", "a")
-        await pilot.pause()
-        # The operator types the summary; outcome 'completed' is the default.
-        await pilot.click("#summary")
-        await pilot.press(*"tests pass")
-        await pilot.click("#confirm")
-        await _settle(app, pilot)
-        attempt = latest(root, "a")
-        assert attempt["execution"] == "completed"
-        assert attempt["observations"][-1]["summary"] == "tests pass"
-        app.flow.open("verify", str(root), "demo", "a")
-        await pilot.pause()
-        await pilot.click("#confirm")
-        await pilot.pause()
-        assert isinstance(app.screen, ProgressScreen)
-        screen = app.screen
-        await _wait_until(pilot, lambda: screen.finished)
-        assert "Check 1 of 1" not in str(screen.query_one("#progress-step", Static).render())  # shows Done
-        assert any("result-ok: exit code 0" in line for line in screen.events)
-        await pilot.click("#close")
-        await pilot.pause()
-        assert latest(root, "a")["verification"]["status"] == "passed"
-        app.flow.open("accept", str(root), "demo", "a")
-        await pilot.pause()
-        await pilot.click("#confirm")
-        await _settle(app, pilot)
-        assert task_of(root, "a")["integration"] == "accepted"
-        table = app.query_one(ActionLogPanel).query_one(DataTable)
-        assert table.row_count == 4
-        assert app.rescans == 4
-    assert app.errors() == []
-
-
 async def test_reconcile_needs_the_operator_tick(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     start(root, "a")
@@ -191,21 +147,6 @@ async def test_cancel_needs_the_task_id_typed(tmp_path: Path) -> None:
         await pilot.click("#confirm")
         await _settle(app, pilot)
     assert latest(root, "a")["cancellation"]["reason"] == "wrong branch"
-
-
-async def test_recover_lock_dialog_removes_the_dead_lock(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    lock_hash = write_dead_writer_lock(root)
-    app = Host(root)
-    async with app.run_test(size=SIZE) as pilot:
-        app.flow.open("recover-lock", str(root))
-        await pilot.pause()
-        _set(app, note="pid 4194304 cannot exist", typed=lock_hash[:8])
-        app.screen.query_one("#owner_stopped", Checkbox).value = True
-        await pilot.click("#confirm")
-        await _settle(app, pilot)
-    assert not (root / ".bmad-plus/nexus/writer.lock").exists()
-    assert len(list((root / ".bmad-plus/nexus/lock-recovery").glob("*.json"))) == 1
 
 
 async def test_a_core_error_is_an_error_notification_with_the_exact_message(tmp_path: Path) -> None:
