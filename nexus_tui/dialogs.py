@@ -84,6 +84,7 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
         super().__init__(classes="destructive" if preview.action in self.DESTRUCTIVE else None)
         self.preview = preview
         self.shown_text = display or (lambda text: text)
+        self.answered = False
 
     # -- layout
     def compose(self) -> ComposeResult:
@@ -166,11 +167,14 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
         self.show_errors(operations.validate(self.preview, self.values()))
 
     def confirm(self) -> None:
+        if self.answered:
+            return  # a second press while the dialog closes must not act twice
         values = self.values()
         errors = operations.validate(self.preview, values)
         if errors:
             self.show_errors(errors)
             return
+        self.answered = True
         self.dismiss(values)
 
     def show_errors(self, errors: dict[str, str]) -> None:
