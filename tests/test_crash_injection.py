@@ -41,7 +41,7 @@ from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK
 LONG = os.environ.get("NEXUS_LONG") == "1"
 KILLS = int(os.environ.get("NEXUS_KILLS", "0")) or (500 if LONG else 40)
 SEED = int(os.environ.get("NEXUS_SEED", "0")) or random.randrange(1 << 30)
-LAUNCH_KILLS = int(os.environ.get("NEXUS_LAUNCH_KILLS", "0")) or (150 if LONG else 15)
+LAUNCH_KILLS = int(os.environ.get("NEXUS_LAUNCH_KILLS", "0")) or (150 if LONG else 10)
 MAX_ATTEMPTS = 10
 IDENTITY = ("kind", "id", "sessionId", "hostname", "ownerPid")
 WORKER_EXECUTION = {
@@ -244,7 +244,7 @@ class Harness:
             assert "strayTempFiles" not in inventory
         assert not os.path.lexists(os.path.join(root, RECOVERY_LOCK)), "recover-lock is never killed here"
         if os.path.lexists(os.path.join(root, WRITER_LOCK)):
-            self.recover_writer_lock()
+            self.recover_writer_lock(inventory["lock"])
         for run_id, run in runs.items():
             for task in run["tasks"]:
                 attempt = task["attempts"][-1] if task["attempts"] else None
@@ -252,11 +252,9 @@ class Harness:
                     self.step(run_id, task["id"], kill=False)  # the reconcile of a dead verifier
                     self.verifications_reconciled += 1
 
-    def recover_writer_lock(self) -> None:
-        code, inspected, err = run_cli_json(self.root, "inspect")
-        assert code == 0, (inspected, err)
-        lock = inspected["lock"]
-        assert "unsafe" not in lock
+    def recover_writer_lock(self, lock: dict[str, Any]) -> None:
+        """The operator's way: the exact hash shown by inspect, then the real CLI recover-lock."""
+        assert lock is not None and "unsafe" not in lock
         observation = {"ownerStopped": True, "note": "The harness SIGKILLed the owner.", "expectedHash": lock["hash"]}
         code, receipt, err = run_cli_json(self.root, "recover-lock", input_file=self.input_file(observation))
         assert code == 0, (receipt, err)
@@ -282,7 +280,8 @@ def test_sigkill_at_random_moments_never_loses_or_tears_state(tmp_path: Path) ->
             harness.create(f"gen{generation}", [f"gen{generation}/a", f"gen{generation}/b"])
             continue
         run_id, task_id = rng.choice(pending)
-        harness.step(run_id, task_id, kill=True)
+        # Some calls run to the end, so kills reach verify and accept too.
+        harness.step(run_id, task_id, kill=rng.random() < 0.7)
         harness.check_and_recover()
     # Brought forward: with no more kills, every task of every run reaches accepted.
     for _ in range(60):
@@ -322,7 +321,8 @@ def test_sigkill_during_launch_never_loses_or_tears_state(tmp_path: Path) -> Non
             harness.create(f"proc{generation}", [f"proc{generation}/a", f"proc{generation}/b"])
             continue
         run_id, task_id = rng.choice(pending)
-        harness.step(run_id, task_id, kill=True)
+        # Some calls run to the end, so kills reach verify and accept too.
+        harness.step(run_id, task_id, kill=rng.random() < 0.7)
         harness.check_and_recover()
     for _ in range(60):
         pending = harness.pending_tasks()

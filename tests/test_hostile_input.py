@@ -40,7 +40,7 @@ from nexus_core.errors import NexusError
 from nexus_core.inputs import read_input_file
 
 LONG = os.environ.get("NEXUS_LONG") == "1"
-LIBRARY_EXAMPLES = 400 if LONG else 60
+LIBRARY_EXAMPLES = 400 if LONG else 40
 CLI_EXAMPLES = 60 if LONG else 8
 HYPOTHESIS = settings(
     max_examples=LIBRARY_EXAMPLES,
