@@ -66,24 +66,28 @@ class ScanRequests:
     def __init__(self, projects: int) -> None:
         self._condition = threading.Condition()
         self._everything = [False] * projects
+        self._retime = [False] * projects
         self._runs: list[set[str] | None] = [None] * projects  # None: nothing asked
         self._closed = False
 
-    def ask(self, index: int, everything: bool = False, runs: Iterable[str] = ()) -> None:
+    def ask(self, index: int, everything: bool = False, runs: Iterable[str] = (), retime: bool = False) -> None:
         with self._condition:
             self._everything[index] |= everything
+            self._retime[index] |= retime or everything
             self._runs[index] = (self._runs[index] or set()) | set(runs)
             self._condition.notify()
 
-    def take(self, timeout: float) -> list[tuple[int, bool, set[str]]]:
+    def take(self, timeout: float) -> list[tuple[int, bool, set[str], bool]]:
         with self._condition:
             if not self._closed and all(runs is None for runs in self._runs):
                 self._condition.wait(timeout)
             if self._closed:
                 return []
-            taken = [(i, self._everything[i], runs) for i, runs in enumerate(self._runs) if runs is not None]
-            for i, _, _ in taken:
-                self._everything[i], self._runs[i] = False, None
+            taken = [
+                (i, self._everything[i], runs, self._retime[i]) for i, runs in enumerate(self._runs) if runs is not None
+            ]
+            for i, _, _, _ in taken:
+                self._everything[i], self._runs[i], self._retime[i] = False, None, False
             return taken
 
     def close(self) -> None:
@@ -160,6 +164,8 @@ class ProjectPane(Vertical):
         self._task_cells: dict[str, dict[str, Text]] = {}
         self._task_rows: dict[str, TaskRow] = {}
         self._task_second = -1
+        self._run_views: dict[str, RunView] = {}
+        self._run_moment: tuple[Any, ...] | None = None
         self._detail_key: tuple[Any, ...] | None = None
         self.scope_paths: tuple[str, ...] = ()
         self.has_base = False
@@ -262,8 +268,15 @@ class ProjectPane(Vertical):
         for gone in [key for key in self._run_cells if key not in wanted]:
             table.remove_row(gone)
             del self._run_cells[gone]
+            self._run_views.pop(gone, None)
         added = False
+        locks = (self.snapshot.writer_lock, self.snapshot.recovery_lock, now // 1000)
+        same_moment = locks == self._run_moment
+        self._run_moment = locks
         for view in self.snapshot.runs:
+            if same_moment and self._run_views.get(view.run_id) is view and view.run_id in self._run_cells:
+                continue
+            self._run_views[view.run_id] = view
             cells = render.run_cells(view, self.snapshot, now)
             old = self._run_cells.get(view.run_id)
             if old is None:
@@ -664,13 +677,13 @@ class NexusApp(ActionsMixin, App[None]):
         def loop() -> None:
             worker = get_current_worker()
             while not worker.is_cancelled and not requests.closed:
-                for index, everything, runs in requests.take(0.25):
+                for index, everything, runs, retime in requests.take(0.25):
                     scanner = self._scanners[index]
 
                     def publish(partial: ProjectSnapshot, index: int = index) -> None:
                         self.post_message(ProjectScanned(index, partial, (), partial=True))
 
-                    snapshot = scanner.scan(reinspect=runs, everything=everything, publish=publish)
+                    snapshot = scanner.scan(reinspect=runs, everything=everything, publish=publish, retime=retime)
                     self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths())))
 
         self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
@@ -679,9 +692,12 @@ class NexusApp(ActionsMixin, App[None]):
         self._scanners[index].focus = run_id
         self.request_scan(index)
 
-    def request_scan(self, index: int | None = None, everything: bool = False, runs: Iterable[str] = ()) -> None:
+    def request_scan(
+        self, index: int | None = None, everything: bool = False, runs: Iterable[str] = (), retime: bool = False
+    ) -> None:
+        """``retime``: recompute the clock-derived flags of unchanged runs too (the tick)."""
         for i in range(len(self.directories)) if index is None else (index,):
-            self._requests.ask(i, everything=everything, runs=runs)
+            self._requests.ask(i, everything=everything, runs=runs, retime=retime)
 
     def on_project_scanned(self, message: ProjectScanned) -> None:
         panes = self.panes
@@ -718,7 +734,7 @@ class NexusApp(ActionsMixin, App[None]):
 
     def _on_tick(self) -> None:
         now = now_ms()
-        self.request_scan()
+        self.request_scan(retime=True)
         if self.following:
             for pane in self.panes:
                 pane.refresh_times(now)

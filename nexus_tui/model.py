@@ -402,6 +402,7 @@ class ProjectScanner:
         everything: bool = False,
         now: int | None = None,
         publish: Callable[[ProjectSnapshot], None] | None = None,
+        retime: bool = True,
     ) -> ProjectSnapshot:
         """One pass: re-stat every run file; reload those whose bytes changed and re-observe
         their changed tasks; fully re-inspect ``reinspect`` (run ids) and, with ``everything``,
@@ -453,7 +454,9 @@ class ProjectScanner:
         with observational_hashes(self._hashes):
             for run_id in run_ids:
                 previous = self._views.get(run_id)
-                view = self._refresh_run(root, run_id, previous, run_id in forced, run_id == focus, locks, moment)
+                view = self._refresh_run(
+                    root, run_id, previous, run_id in forced, run_id == focus, locks, moment, retime
+                )
                 if view is not previous:
                     self._views[run_id] = view
                     changed.add(run_id)
@@ -496,6 +499,7 @@ class ProjectScanner:
         is_focus: bool,
         locks: tuple[Any, Any],
         moment: int,
+        retime: bool = True,
     ) -> RunView:
         memo = self._memo.setdefault(run_id, _FileMemo())
         stamp = _stamp(os.path.join(root, RUNS, f"{run_id}.json"))
@@ -515,7 +519,7 @@ class ProjectScanner:
             return _broken_view(run_id, previous, message_of(error))
         if run is None:
             # Same bytes: only the clock moved.
-            if previous is None or not previous.time_sensitive or not memo.clocked:
+            if previous is None or not retime or not previous.time_sensitive or not memo.clocked:
                 return previous if previous is not None else _loading_view(run_id)
             return self._retimed(previous, memo, moment)
         try:
