@@ -4,6 +4,7 @@ keyed updates that keep the cursor, and the read-only proof."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from dashboard_kit import (
 )
 from fixture_tools import relocate
 
-from nexus_core import engine
+from nexus_core import engine, timeutil
 from nexus_tui.demo import build_demo
 
 pytestmark = pytest.mark.asyncio
@@ -122,3 +123,19 @@ async def test_watching_writes_nothing(tmp_path: Path) -> None:
     after = tree_fingerprint(root), tree_fingerprint(finish_root)
     assert after == before
     assert os.path.exists(os.path.join(root, ".bmad-plus/nexus/writer.lock"))
+
+
+async def test_the_tick_turns_a_running_attempt_overdue_without_any_file_change(tmp_path: Path) -> None:
+    root = small_project(tmp_path / "p")  # t1 running, default one-hour deadline
+    clock = [time.time()]
+    timeutil.set_clock(lambda: clock[0])
+    app = quiet_app([root], tick=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        pane = app.pane
+        assert cell(pane.tasks, "t1", "overdue") == "—"
+        before = tree_fingerprint(root)
+        clock[0] += 2 * 3600
+        await eventually(pilot, lambda: cell(pane.tasks, "t1", "overdue") == "OVERDUE")
+        assert cell(pane.runs, "live", "overdue") == "1"
+        assert tree_fingerprint(root) == before
