@@ -108,15 +108,25 @@ class ActionFlow:
 
     # -- guided recovery
     def open_recovery(self, directory: str, run_id: str | None = None, task_id: str | None = None) -> None:
-        """The situations of the project (or of one run/task) in a list, or the only one directly."""
+        """The situations of the project (or of one run/task) in a list, or the only one directly.
+
+        Classifying hashes scopes and resources, so it runs in a worker thread."""
+        self.app.run_worker(
+            lambda: self._classify(directory, run_id, task_id), thread=True, group="nexus-recovery", name="recovery"
+        )
+
+    def _classify(self, directory: str, run_id: str | None, task_id: str | None) -> None:
         try:
             if run_id is None:
                 situations = recovery.classify_project(directory)
             else:
                 situations = recovery.situations_for(directory, run_id, task_id)
         except Exception as error:
-            self._failed("recovery", operations.error_text(error))
+            self.app.call_from_thread(self._failed, "recovery", operations.error_text(error))
             return
+        self.app.call_from_thread(self._show_situations, directory, situations, task_id)
+
+    def _show_situations(self, directory: str, situations: list[Situation], task_id: str | None) -> None:
         if len(situations) == 1 and task_id is not None:
             self.open_situation(directory, situations[0])
             return

@@ -157,6 +157,7 @@ async def test_the_dead_lock_is_cleared_from_the_recovery_guide(tmp_path: Path) 
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await pilot.press("g")
+        await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
         await pilot.pause()
         assert isinstance(app.screen, RecoveryListScreen)
         await pilot.press("enter")
@@ -226,6 +227,7 @@ async def test_read_only_leaves_no_mutating_action_reachable(tmp_path: Path) -> 
             assert await app.run_action("recover_lock") is False or app.screen is app.screen_stack[0]
         # Guided recovery stays readable, its next step is disabled.
         await pilot.press("g")
+        await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
@@ -298,6 +300,7 @@ async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
         await loaded(app, pilot)
         # 1. The dead writer.lock blocks every mutation: the recovery guide lists it first.
         await pilot.press("g")
+        await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()

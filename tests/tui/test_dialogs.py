@@ -248,6 +248,7 @@ async def test_recovery_screen_next_step_opens_the_dialog(tmp_path: Path) -> Non
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open_recovery(str(root), "demo", "a")
+        await _wait_until(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
         await pilot.pause()
         assert isinstance(app.screen, RecoveryScreen)
         assert app.focused is not None and app.focused.id == "close"
@@ -261,6 +262,7 @@ async def test_recovery_screen_next_step_opens_the_dialog(tmp_path: Path) -> Non
         assert latest(root, "a")["execution"] == "failed"
         # The next situation offers the retry.
         app.flow.open_recovery(str(root))
+        await _wait_until(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
         await pilot.pause()
         assert isinstance(app.screen, RecoveryListScreen)
         await pilot.press("enter")
@@ -282,6 +284,7 @@ async def test_corrupt_run_screen_saves_the_plan_but_repairs_nothing(tmp_path: P
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open_recovery(str(root))
+        await _wait_until(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
@@ -311,6 +314,7 @@ async def test_create_a_fresh_run_from_the_recovery_screen(tmp_path: Path) -> No
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open_recovery(str(root), "demo", "a")
+        await _wait_until(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
         await pilot.pause()
         assert isinstance(app.screen, RecoveryScreen) and app.screen.situation.kind == "accepted-stale"
         await pilot.click("#fresh-run")
@@ -329,6 +333,7 @@ async def test_read_only_disables_the_recovery_buttons_and_the_flow(tmp_path: Pa
     app = Host(root, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open_recovery(str(root))
+        await _wait_until(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
