@@ -587,17 +587,24 @@ class ProjectScanner:
         )
 
     def scope_paths(self) -> list[str]:
-        """Absolute paths worth watching for staleness (existing ones only)."""
+        """Absolute paths worth watching for staleness (existing ones only); recomputed only
+        when the set of evidence scopes changes (it can hold thousands of directories)."""
         if self.root is None:
             return []
+        scopes = frozenset(self.evidence_scopes())
+        cached = getattr(self, "_scope_paths_cache", None)
+        if cached is not None and cached[0] == scopes:
+            return list(cached[1])
         paths = []
-        for scope in sorted(self.evidence_scopes()):
+        for scope in sorted(scopes):
             absolute = os.path.join(self.root, scope)
             if os.path.isdir(absolute):
                 paths.append(absolute)
             elif os.path.exists(absolute):
                 paths.append(os.path.dirname(absolute))
-        return sorted(set(paths))
+        result = sorted(set(paths))
+        self._scope_paths_cache = (scopes, tuple(result))
+        return result
 
 
 def _same_view(a: RunView, b: RunView) -> bool:
