@@ -7,6 +7,7 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import canonical
@@ -55,8 +56,17 @@ def signal_name(number: int) -> str:
         return f"SIG{number}"
 
 
-def run_check(root: str, check: dict[str, Any], attempt_id: str, environment: dict[str, Any]) -> dict[str, Any]:
-    """Run one check without a shell; never raises for the child's own failures."""
+def run_check(
+    root: str,
+    check: dict[str, Any],
+    attempt_id: str,
+    environment: dict[str, Any],
+    on_spawn: Callable[[subprocess.Popen[bytes] | None], None] | None = None,
+) -> dict[str, Any]:
+    """Run one check without a shell; never raises for the child's own failures.
+
+    ``on_spawn`` is told the child (and ``None`` once it has been reaped), so an operator's
+    interrupt can stop exactly this child."""
     started = now_iso()
     exit_code: int | None = None
     signal_text: str | None = None
@@ -80,6 +90,8 @@ def run_check(root: str, check: dict[str, Any], attempt_id: str, environment: di
         except OSError as spawn_error:
             error = f"spawn {check['command']} {spawn_error.strerror or spawn_error}"
         else:
+            if on_spawn is not None:
+                on_spawn(child)
             budget = OUTPUT_BUDGET
             deadline = time.monotonic() + check["timeoutMs"] / 1000
             selector = selectors.DefaultSelector()
@@ -121,6 +133,8 @@ def run_check(root: str, check: dict[str, Any], attempt_id: str, environment: di
                 exit_code = child.returncode
             child.stdout.close()
             child.stderr.close()
+            if on_spawn is not None:
+                on_spawn(None)
     except Exception as failure:
         error = str(failure)
     stdout, stderr = "".join(out_parts), "".join(err_parts)

@@ -3,15 +3,18 @@ cancel, verify and accept, each as a short locked mutation of one run file."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
 import random
+import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import __version__, canonical
@@ -652,6 +655,124 @@ def _error_text(error: BaseException) -> str:
     return str(error)
 
 
+class _OperatorInterrupt:
+    """Ctrl+C during `verify` stops the running check and ends the verification as ambiguous
+    (never failed, never left `running` with a dead owner). A second Ctrl+C forces the exit."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.child: subprocess.Popen[bytes] | None = None
+
+    def track(self, child: subprocess.Popen[bytes] | None) -> None:
+        self.child = child
+
+    def _handle(self, _signum: int, _frame: object) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        child = self.child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(OSError):
+                child.kill()
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # only the main thread receives signals; workers use should_stop
+            return
+        previous = signal.signal(signal.SIGINT, self._handle)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+INTERRUPTED_CHECK = "Interrupted by the operator (SIGINT); the check was stopped."
+
+
+def _run_checks(
+    directory: str,
+    root: str,
+    run_id: str,
+    task_id: str,
+    definition: dict[str, Any],
+    attempt_id: str,
+    verification_id: str,
+    environment: dict[str, Any],
+    progress: Progress | None,
+    should_stop: Callable[[], bool] | None,
+    interrupt: _OperatorInterrupt,
+) -> bool:
+    """Run the checks in order, saving each receipt; True when stopped before the end."""
+    checks = definition["checks"]
+    stopped = False
+    for index, check in enumerate(checks):
+        before = load_run(root, run_id)
+        if not _owns_verification(before, task_id, attempt_id, verification_id):
+            raise fail("Verification ownership changed; no further command was launched.")
+        current = latest(task_of(before, task_id))
+        assert current is not None
+        if current["cancellation"]["status"] == "requested":
+            break
+        if interrupt.requested or (should_stop is not None and should_stop()):
+            stopped = True
+            break
+        if progress:
+            progress(
+                {
+                    "event": "check-started",
+                    "index": index,
+                    "total": len(checks),
+                    "check": check["id"],
+                    "command": [check["command"], *check["args"]],
+                }
+            )
+        started = now_iso()
+        verification = current["verification"]
+        try:
+            protected_snapshot(root, definition)
+            if not canonical.same(scope_snapshot(root, definition["scope"]), verification["scopeHashes"]):
+                raise fail("Checked files changed before the next verification command.")
+            receipt = run_check(root, check, attempt_id, environment, on_spawn=interrupt.track)
+            if interrupt.requested:
+                receipt["error"] = INTERRUPTED_CHECK
+            receipt["artifactHashes"] = canonical.copy(verification["artifactHashes"])
+            receipt["scopeSnapshotHash"] = canonical.sha256_json(verification["scopeHashes"])
+        except Exception as error:
+            receipt = _preflight(check["id"], attempt_id, _error_text(error), started)
+
+        def save_receipt(_root: str, run: Run, receipt: dict[str, Any] = receipt) -> None:
+            if not _owns_verification(run, task_id, attempt_id, verification_id):
+                raise fail("Stale verification result was rejected.")
+            attempt = latest(task_of(run, task_id))
+            assert attempt is not None
+            attempt["verification"]["checks"].append(receipt)
+
+        saved = mutate(directory, run_id, save_receipt, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS)
+        if progress:
+            progress(
+                {
+                    "event": "check-finished",
+                    "index": index,
+                    "total": len(checks),
+                    "check": check["id"],
+                    "exitCode": receipt.get("exitCode"),
+                    "timedOut": receipt.get("timedOut", False),
+                    "error": receipt.get("error"),
+                }
+            )
+        saved_attempt = latest(task_of(saved, task_id))
+        assert saved_attempt is not None
+        if (
+            receipt.get("exitCode") != 0
+            or receipt.get("error")
+            or receipt.get("signal")
+            or saved_attempt["cancellation"]["status"] == "requested"
+        ):
+            break
+    return stopped or interrupt.requested
+
+
 def verify_task(
     directory: str,
     run_id: str,
@@ -668,6 +789,7 @@ def verify_task(
     verification_id = str(uuid.uuid4())
     environment = check_environment()
     ids: dict[str, str] = {}
+    interrupt = _OperatorInterrupt()
 
     def prepare(root: str, run: Run) -> None:
         task = task_of(run, task_id)
@@ -709,70 +831,20 @@ def verify_task(
     root = prepared["project"]
     definition = definition_of(prepared, task_id)
     attempt_id = ids["attempt"]
-    checks = definition["checks"]
-    stopped = False
-    for index, check in enumerate(checks):
-        before = load_run(root, run_id)
-        if not _owns_verification(before, task_id, attempt_id, verification_id):
-            raise fail("Verification ownership changed; no further command was launched.")
-        current = latest(task_of(before, task_id))
-        assert current is not None
-        if current["cancellation"]["status"] == "requested":
-            break
-        if should_stop is not None and should_stop():
-            stopped = True
-            break
-        if progress:
-            progress(
-                {
-                    "event": "check-started",
-                    "index": index,
-                    "total": len(checks),
-                    "check": check["id"],
-                    "command": [check["command"], *check["args"]],
-                }
-            )
-        started = now_iso()
-        verification = current["verification"]
-        try:
-            protected_snapshot(root, definition)
-            if not canonical.same(scope_snapshot(root, definition["scope"]), verification["scopeHashes"]):
-                raise fail("Checked files changed before the next verification command.")
-            receipt = run_check(root, check, attempt_id, environment)
-            receipt["artifactHashes"] = canonical.copy(verification["artifactHashes"])
-            receipt["scopeSnapshotHash"] = canonical.sha256_json(verification["scopeHashes"])
-        except Exception as error:
-            receipt = _preflight(check["id"], attempt_id, _error_text(error), started)
-
-        def save_receipt(_root: str, run: Run, receipt: dict[str, Any] = receipt) -> None:
-            if not _owns_verification(run, task_id, attempt_id, verification_id):
-                raise fail("Stale verification result was rejected.")
-            attempt = latest(task_of(run, task_id))
-            assert attempt is not None
-            attempt["verification"]["checks"].append(receipt)
-
-        saved = mutate(directory, run_id, save_receipt, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS)
-        if progress:
-            progress(
-                {
-                    "event": "check-finished",
-                    "index": index,
-                    "total": len(checks),
-                    "check": check["id"],
-                    "exitCode": receipt.get("exitCode"),
-                    "timedOut": receipt.get("timedOut", False),
-                    "error": receipt.get("error"),
-                }
-            )
-        saved_attempt = latest(task_of(saved, task_id))
-        assert saved_attempt is not None
-        if (
-            receipt.get("exitCode") != 0
-            or receipt.get("error")
-            or receipt.get("signal")
-            or saved_attempt["cancellation"]["status"] == "requested"
-        ):
-            break
+    with interrupt.armed():
+        stopped = _run_checks(
+            directory,
+            root,
+            run_id,
+            task_id,
+            definition,
+            attempt_id,
+            verification_id,
+            environment,
+            progress,
+            should_stop,
+            interrupt,
+        )
 
     def finalize(root: str, run: Run) -> None:
         if not _owns_verification(run, task_id, attempt_id, verification_id):
