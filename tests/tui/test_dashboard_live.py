@@ -14,6 +14,7 @@ from dashboard_kit import (
     detail_text,
     eventually,
     finish,
+    frozen_demo,
     loaded,
     quiet_app,
     row_keys,
@@ -25,9 +26,10 @@ from dashboard_kit import (
 from fixture_tools import relocate
 
 from nexus_core import engine, timeutil
-from nexus_tui.demo import build_demo
+from nexus_tui.demo import DemoInfo
 
 pytestmark = pytest.mark.asyncio
+__all__ = ["frozen_demo"]  # the shared session fixture
 
 
 async def test_watcher_shows_a_rewritten_run_file_and_keeps_the_cursor(tmp_path: Path) -> None:
@@ -100,27 +102,25 @@ async def test_a_broken_run_file_keeps_its_last_good_view_flagged(tmp_path: Path
         assert "failed to load" not in detail_text(app)
 
 
-async def test_watching_writes_nothing(tmp_path: Path) -> None:
+async def test_watching_writes_nothing(tmp_path: Path, frozen_demo: DemoInfo) -> None:
     """The read-only proof: a whole session with watcher, tick and rescans, every view and
-    navigation key, and the project tree (state, locks, scopes) is identical afterwards."""
-    info = build_demo(str(tmp_path / "demo"), seed=1, with_process=False)
-    root = info.directory
-    finish_root = small_project(tmp_path / "second")
-    before = tree_fingerprint(root), tree_fingerprint(finish_root)
-    app = quiet_app([root, finish_root], watch=True, tick=True, rescan_seconds=0.3)
+    navigation key, and the project trees (state, locks, scopes) are identical afterwards."""
+    root = frozen_demo.directory
+    second = small_project(tmp_path / "second")
+    before = tree_fingerprint(root), tree_fingerprint(second)
+    app = quiet_app([root, second], watch=True, tick=True, rescan_seconds=1.0)
     async with app.run_test(size=(140, 40)) as pilot:
         await loaded(app, pilot)
         for keys in (
-            ["down", "down", "tab", "down", "down", "s", "s", "S"],
-            ["slash", *"state:stale", "enter", "escape"],
+            ["down", "tab", "down", "s", "S"],
+            ["slash", "a", "enter", "escape"],
             ["c", "question_mark", "escape", "p", "p", "r"],
-            ["right_square_bracket", "down", "tab", "down", "left_square_bracket"],
+            ["right_square_bracket", "down", "left_square_bracket"],
         ):
             await pilot.press(*keys)
-            await pilot.pause(0.2)
         await pilot.pause(1.5)  # a few ticks and rescans
         assert "writer.lock HELD" in status_text(app)
-    after = tree_fingerprint(root), tree_fingerprint(finish_root)
+    after = tree_fingerprint(root), tree_fingerprint(second)
     assert after == before
     assert os.path.exists(os.path.join(root, ".bmad-plus/nexus/writer.lock"))
 
