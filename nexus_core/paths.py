@@ -6,7 +6,7 @@ import os
 import re
 import stat
 
-from .canonical import js_trim, utf16_len
+from .canonical import compact, has_lone_surrogate, js_trim, utf16_len
 from .errors import NexusError, fail
 
 _UNSAFE_CHAR = re.compile(r'[\\:<>"|?*\x00-\x1f]')
@@ -100,6 +100,10 @@ def relative(value: object, allow_dot: bool = False) -> str:
     if not text_ok(value, 500):
         raise fail("Relative path must be a nonempty bounded string.")
     assert isinstance(value, str)
+    if has_lone_surrogate(value):
+        # No file can have this name on a UTF-8 filesystem (the reference would look up a
+        # replacement character instead); refuse it, naming it the way JSON escapes it.
+        raise fail(f"Nonportable path: {compact(value)[1:-1]}")
     if _is_unsafe(value):
         raise fail(f"Unsafe relative path: {value}")
     for segment in value.split("/"):
