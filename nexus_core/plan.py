@@ -281,6 +281,16 @@ def _relative_command(root: str, command: str) -> str:
 
 
 def normalize_plan(root: str, plan: Any) -> dict[str, Any]:
+    try:
+        return _normalize_plan(root, plan)
+    except UnicodeEncodeError as error:
+        # A lone surrogate reached a file name, command or argument: no file or process can
+        # carry it (text fields such as objective or config keep theirs, like the reference).
+        bad = canonical.compact(error.object[error.start : error.end])[1:-1] if isinstance(error.object, str) else "?"
+        raise fail(f"Paths, commands and arguments cannot contain a lone surrogate ({bad}).") from None
+
+
+def _normalize_plan(root: str, plan: Any) -> dict[str, Any]:
     if not isinstance(plan, dict):
         raise fail("A JSON plan object is required.")
     run_id = ident(plan.get("id"), "Run ID")

@@ -207,3 +207,21 @@ def test_valid_plan_normalizes_with_defaults(tmp_path: Path) -> None:
     assert normalized["maxParallel"] == 1 and normalized["config"] == {}
     assert (task["maxAttempts"], task["deadlineMs"], task["idempotent"]) == (2, 3600000, False)
     assert task["checks"][0]["command"] == str(Path("/bin/sh").resolve())
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        task_def("a", scope=["out/\ud800"]),
+        task_def("a", checks=[{"id": "c", "command": "/bin/sh", "args": ["checks/check.sh", "\ud800"]}]),
+        task_def("a", checks=[{"id": "c", "command": "/bin/\ud800", "args": []}]),
+        task_def(
+            "a", execution={"adapter": "command", "command": "/bin/\udc00", "args": [], "input": "checks/check.sh"}
+        ),
+    ],
+    ids=["scope", "check-arg", "check-command", "execution-command"],
+)
+def test_lone_surrogates_in_paths_commands_and_args_are_refused_cleanly(tmp_path: Path, definition: Any) -> None:
+    project = Project(tmp_path / "project")
+    with pytest.raises(NexusError, match=r"Nonportable path: out/\\ud800|cannot contain a lone surrogate"):
+        normalize_plan(project.dir, plan("r1", definition))
