@@ -105,7 +105,11 @@ CONTENT_CHECK = textwrap.dedent(
     """\
     import sys
 
-    path, needle = sys.argv[1], sys.argv[2]
+    # The task id, not the artifact path: create requires an existing file named by a check
+    # argument to be a protected resource, and a fresh run of the plan is created after the
+    # artifacts exist.
+    task_id, needle = sys.argv[1], sys.argv[2]
+    path = f"out/{task_id}/{task_id}.txt"
     try:
         text = open(path, encoding="utf-8").read()
     except OSError as error:
@@ -122,9 +126,10 @@ CONTENT_CHECK = textwrap.dedent(
 )
 LINT = textwrap.dedent(
     """\
-    # Count lines of every file given; fail on a line containing TODO.
+    # Count lines of the artifact of every task id given; fail on a line containing TODO.
     status=0
-    for file in "$@"; do
+    for task in "$@"; do
+      file="out/$task/$task.txt"
       count=0
       while IFS= read -r line || [ -n "$line" ]; do
         count=$((count + 1))
@@ -139,7 +144,8 @@ WORKER = textwrap.dedent(
     """\
     import os, sys
 
-    target = sys.argv[1]
+    task_id = sys.argv[1]
+    target = f"out/{task_id}/{task_id}.txt"
     os.makedirs(os.path.dirname(target), exist_ok=True)
     brief = sys.stdin.read().strip()
     with open(target, "w", encoding="utf-8") as handle:
@@ -160,10 +166,10 @@ def _task(
 ) -> dict[str, Any]:
     artifact = f"out/{task_id}/{task_id}.txt"
     checks: list[dict[str, Any]] = [
-        {"id": "content", "command": "python", "args": ["checks/content.py", artifact, needle], "timeoutMs": 20000},
+        {"id": "content", "command": "python", "args": ["checks/content.py", task_id, needle], "timeoutMs": 20000},
     ]
     if lint:
-        checks.append({"id": "lint", "command": "/bin/sh", "args": ["checks/lint.sh", artifact], "timeoutMs": 20000})
+        checks.append({"id": "lint", "command": "/bin/sh", "args": ["checks/lint.sh", task_id], "timeoutMs": 20000})
     task: dict[str, Any] = {
         "id": task_id,
         "objective": objective,
@@ -257,14 +263,14 @@ def release_plan(with_process: bool) -> dict[str, Any]:
                     {
                         "id": "content",
                         "command": "python",
-                        "args": ["checks/content.py", "out/bench/bench.txt", "ops/s"],
+                        "args": ["checks/content.py", "bench", "ops/s"],
                         "timeoutMs": 20000,
                     }
                 ],
                 "execution": {
                     "adapter": "command",
                     "command": "python",
-                    "args": ["workers/bench.py", "out/bench/bench.txt"],
+                    "args": ["workers/bench.py", "bench"],
                     "input": "briefs/bench.md",
                     "resources": ["workers/bench.py"],
                     "outputLimitBytes": 4096,
@@ -347,7 +353,7 @@ def build_demo(
 def _build_release(root: str, clock: SteppingClock, with_process: bool, notes: list[str]) -> bool:
     engine.create_run(root, release_plan(with_process))
     run = _Driver(root, "release", clock)
-    # A dependency chain: schema <- api <- client <- release-notes.
+    # A dependency chain: schema <- api <- client <- release-notes, all accepted.
     run.deliver("schema", "version: 2\ntables: 14\n", "Wrote the v2 schema (14 tables).")
     run.deliver("api", "endpoints:\n  GET /v2/items\n  POST /v2/items\n", "Implemented 2 endpoints.")
     run.deliver(
@@ -355,6 +361,7 @@ def _build_release(root: str, clock: SteppingClock, with_process: bool, notes: l
         "client for api v2\n",
         "Generated the client. Summary text is untrusted: [bold red]not markup[/] stays literal.",
     )
+    run.deliver("release-notes", "## v2\n- schema v2\n- client for api v2\n", "Wrote the v2 release notes.")
     # A failed verification, then a retry that passes and waits for accept.
     run.work("migrate", "migrated: 1150 rows\n", "Migration ran; 50 rows skipped.")
     clock.advance(20)
@@ -379,9 +386,10 @@ def _build_release(root: str, clock: SteppingClock, with_process: bool, notes: l
             notes.append(problem)
         else:
             process_ok = True
-    # Stale evidence: the accepted client artifact is edited afterwards.
+    # Stale evidence: an accepted artifact is edited afterwards. It is a leaf (no task depends on
+    # it): an accepted task is permanent, so a stale dependency would block its dependants for good.
     clock.advance(900)
-    run.produce("client", "client for api v2\n// hand-edited after acceptance\n")
+    run.produce("release-notes", "## v2\n- schema v2\n- client for api v2\n- hand-edited after acceptance\n")
     # An overdue running attempt (20 minute deadline, started long ago).
     run.start("backfill")
     clock.advance(3600)

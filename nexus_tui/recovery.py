@@ -489,6 +489,15 @@ def _task_situations(
             known += [c.words() for c in changes]
         elif not problem:
             known.append("Its own files are unchanged: the stale evidence is in a dependency.")
+        known.append(
+            "Nexus cannot un-accept, re-verify or retry an accepted task: it stays accepted, flagged stale, "
+            "until its files match the accepted evidence again."
+        )
+        dependants = [d["id"] for d in run["plan"]["tasks"] if task_id in d["dependsOn"]]
+        if dependants:
+            known.append(f"Blocked while it is stale: {', '.join(dependants)} (start is refused).")
+        else:
+            known.append("No task depends on it: nothing else is blocked.")
         add(
             "accepted-stale",
             f"{task_id}: evidence changed after acceptance",

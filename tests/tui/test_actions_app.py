@@ -289,7 +289,7 @@ async def test_a_core_error_is_an_error_notification_and_the_app_keeps_running(t
 
 async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
     """The issue's "done when": from the demo, clear the dead lock and bring every task to
-    accepted or explicitly failed with keys and dialogs only (release-notes: see the end)."""
+    accepted or explicitly failed with keys and dialogs only."""
     from nexus_core.store import load_run
     from nexus_tui import recovery
     from nexus_tui.demo import build_demo
@@ -341,8 +341,18 @@ async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
             explicit = attempt is not None and attempt["execution"] in ("failed", "cancelled")
             if task["integration"] != "accepted" and not explicit:
                 unfinished.append(f"{run_id}/{task['id']}")
-    # release-notes depends on `client`, accepted then edited by the demo: it cannot start in
-    # this run. Guided recovery names it and explains the way out (a fresh run).
-    assert unfinished == ["release/release-notes"]
-    situation = next(s for s in recovery.classify_project(root) if s.task_id == "release-notes")
-    assert situation.kind == "dependency-stale"
+    assert unfinished == []
+    # Guided recovery still lists the explicit failures (a retry stays possible) and the stale
+    # accepted leaf (accepted is permanent): the guide says so, says nothing is blocked by it,
+    # and its fresh-run way out passes create.
+    left = {(s.kind, s.task_id): s for s in recovery.classify_project(root)}
+    assert sorted(left) == [
+        ("accepted-stale", "release-notes"),
+        ("retry-ready", "backfill"),
+        ("retry-ready", "cleanup"),
+        ("retry-ready", "patch"),
+    ]
+    stale = left[("accepted-stale", "release-notes")]
+    assert "Nexus cannot un-accept" in " ".join(stale.known)
+    assert "No task depends on it: nothing else is blocked." in stale.known
+    assert stale.fresh_run is not None and stale.fresh_run.create_problem is None

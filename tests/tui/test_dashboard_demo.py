@@ -10,6 +10,7 @@ from dashboard_kit import frozen_demo
 
 from nexus_core.hostinfo import pid_alive
 from nexus_core.observe import inspect_run
+from nexus_tui import recovery
 from nexus_tui.demo import DEAD_PID, DemoInfo
 
 __all__ = ["frozen_demo"]
@@ -24,11 +25,13 @@ def test_the_demo_shows_every_promised_situation(frozen_demo: DemoInfo) -> None:
     release = inspect_run(root, "release")
     tasks = {t["id"]: t for t in release["tasks"]}
     observations = {o["taskId"]: o for o in release["observations"]}
-    # A dependency chain of accepted tasks, the last one stale after an edit.
-    for task_id in ("schema", "api", "client"):
+    # A dependency chain of accepted tasks; the last one, a leaf, stale after an edit (a stale
+    # dependency would block its dependants for good: accepted is permanent).
+    for task_id in ("schema", "api", "client", "release-notes"):
         assert tasks[task_id]["integration"] == "accepted"
-    assert observations["client"]["stale"] and not observations["api"]["stale"]
-    assert tasks["release-notes"]["attempts"] == []
+    assert [t["id"] for t in release["plan"]["tasks"] if "release-notes" in t["dependsOn"]] == []
+    assert observations["release-notes"]["stale"]
+    assert [t for t, o in observations.items() if o["stale"]] == ["release-notes"]
     # A failed verification, then a retry that passed.
     first, second = tasks["migrate"]["attempts"]
     assert first["verification"]["status"] == "failed"
@@ -41,6 +44,16 @@ def test_the_demo_shows_every_promised_situation(frozen_demo: DemoInfo) -> None:
     hotfix = inspect_run(root, "hotfix")
     assert hotfix["tasks"][0]["attempts"][-1]["execution"] == "blocked"
     assert all(t["integration"] == "accepted" for t in inspect_run(root, "docs-site")["tasks"])
+
+
+def test_a_fresh_run_of_every_demo_plan_is_accepted_by_create(frozen_demo: DemoInfo) -> None:
+    """Guided recovery's way out (a fresh run from the same plan) works on the demo: its checks
+    name task ids, not the artifacts that now exist (create would require those protected)."""
+    root = frozen_demo.directory
+    for run_id in frozen_demo.runs:
+        advice = recovery.fresh_run(root, run_id)
+        assert advice.plan is not None and advice.plan_problem is None
+        assert advice.create_problem is None, (run_id, advice.create_problem)
 
 
 def test_entry_point_refuses_a_missing_directory_cleanly(tmp_path) -> None:
