@@ -134,6 +134,55 @@ def compact(value: Any) -> str:
     return norm.finish(text)
 
 
+# A key that may be index-like (walk() would move it); one spelled with an escape
+# (``"\\u0031"`` is "1") is caught by looking for the escape itself.
+_INDEX_KEY_TEXT = re.compile(r'"(?:0|[1-9][0-9]{0,9})"[ \t\r\n]*:')
+
+
+def parse_for_hashing(text: str) -> tuple[Any, bool]:
+    """``parse(text)``, and whether ``compact()`` of it (or of any part of it) needs the
+    normalising walk: False when no number needs respelling (no fraction, no exponent, no
+    integer beyond 2^53) and no key can be index-like. Then ``compact_parsed(value, False)``
+    hands the value straight to the C encoder. A false True only costs the walk."""
+    respell = False
+
+    def integer(token: str) -> int | float:
+        nonlocal respell
+        number = int(token)
+        if abs(number) <= MAX_SAFE_INTEGER:
+            return number
+        respell = True
+        return float(token)
+
+    def fraction(token: str) -> float:
+        nonlocal respell
+        respell = True
+        return float(token)
+
+    value = json.loads(text, parse_int=integer, parse_float=fraction, parse_constant=_reject_constant)
+    return value, respell or "\\u003" in text or _INDEX_KEY_TEXT.search(text) is not None
+
+
+def compact_parsed(value: Any, needs_walk: bool = True) -> str:
+    """``compact(value)`` for a value (or part of one) ``parse_for_hashing`` cleared."""
+    if needs_walk:
+        return compact(value)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _Normaliser().finish(text)
+
+
+def compact_with_member(value: dict[str, Any], key: str, member_text: str, needs_walk: bool = True) -> str:
+    """``compact(value)`` when ``member_text`` is already ``compact(value[key])``: the member
+    (e.g. a run's plan, also hashed on its own) is serialised once and spliced in."""
+    token = "\x00" + os.urandom(8).hex() + "\x00"  # no JSON text can spell it by chance
+    stand_in = dict(value)
+    stand_in[key] = token  # same key position
+    head, found, tail = compact_parsed(stand_in, needs_walk).partition(json.dumps(token))
+    if not found:  # cannot happen; never hash a wrong text
+        return compact(value)
+    return head + member_text + tail
+
+
 def pretty(value: Any) -> str:
     """``JSON.stringify(value, null, 2)``."""
     norm = _Normaliser()

@@ -169,19 +169,26 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
     if len(raw) > LOAD_LIMIT:
         raise fail("Run state exceeds the size limit.")
     try:
-        envelope = canonical.parse(raw.decode("utf-8", "replace"))
+        envelope, needs_walk = canonical.parse_for_hashing(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
         raise fail("Corrupt run state; original bytes were preserved.") from None
     foreign = fail("Corrupt or foreign run state; original bytes were preserved.")
     if not isinstance(envelope, dict):
         raise foreign
     run = envelope.get("run")
+    if not run or not isinstance(run, dict):
+        raise foreign
+    # Both hashes cover JS-compatible compact JSON; the run's contains the plan's verbatim, so
+    # the plan is serialised once, and the normalising walk is skipped when the text needs none.
+    plan_text = canonical.compact_parsed(run.get("plan"), needs_walk) if "plan" in run else None
+    if plan_text is None:
+        run_text = canonical.compact_parsed(run, needs_walk)
+    else:
+        run_text = canonical.compact_with_member(run, "plan", plan_text, needs_walk)
     if (
         envelope.get("schemaVersion") != 1
         or isinstance(envelope.get("schemaVersion"), bool)
-        or not run
-        or not isinstance(run, dict)
-        or envelope.get("sha256") != canonical.sha256_json(run)
+        or envelope.get("sha256") != canonical.sha256_text(run_text)
         or run.get("schemaVersion") != 1
         or run.get("id") != run_id
         or run.get("project") != root
@@ -193,7 +200,7 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
     if (
         not isinstance(plan, dict)
         or not isinstance(plan.get("tasks"), list)
-        or run.get("planHash") != canonical.sha256_json(plan)
+        or run.get("planHash") != canonical.sha256_text(plan_text or "")
         or [t.get("id") if isinstance(t, dict) else None for t in run["tasks"]]
         != [t.get("id") if isinstance(t, dict) else None for t in plan["tasks"]]
     ):
