@@ -9,6 +9,7 @@ run files whose bytes changed (stat first, then a hash of the bytes), runs the c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import time
@@ -273,6 +274,14 @@ def _time_dependent(task: dict[str, Any]) -> bool:
     return is_active(task) or attempts[-1]["backend"].get("kind") == "process"
 
 
+# The 1 s tick re-times every active attempt of every run: parse each deadline once.
+_parse_deadline = functools.lru_cache(maxsize=65536)(parse_iso_ms)
+
+
+def _deadline_ms(text: object) -> int | None:
+    return _parse_deadline(text) if isinstance(text, str) else None
+
+
 def refresh_time_flags(observation: dict[str, Any], task: dict[str, Any], now: int) -> dict[str, Any]:
     """The observation with its clock-derived fields recomputed for ``now``: ``overdue`` (as
     observe_task computes it) and the process observation (the core's own function). Everything
@@ -280,7 +289,7 @@ def refresh_time_flags(observation: dict[str, Any], task: dict[str, Any], now: i
     attempt = latest(task)
     if attempt is None:
         return observation
-    deadline = parse_iso_ms(attempt.get("deadline"))
+    deadline = _deadline_ms(attempt.get("deadline"))
     overdue = bool(is_active(task) and deadline is not None and now > deadline)
     process = observation.get("process")
     fresh_process = None
@@ -525,16 +534,17 @@ class ProjectScanner:
         try:
             began = time.monotonic()
             reusable = not force and usable and memo.plan_hash == run.get("planHash") and previous is not None
+            task_keys = {task["id"]: _task_key(task) for task in run["tasks"]}
             if reusable:
                 assert previous is not None
-                inspection = self._reobserve(root, run, memo, previous, locks, moment)
+                inspection = self._reobserve(root, run, memo, task_keys, previous, locks, moment)
             else:
                 inspection = observe.inspect_loaded(root, run, moment)
                 self._seconds_per_inspection = time.monotonic() - began
         except Exception as error:
             return _broken_view(run_id, previous, message_of(error))
         memo.plan_hash = run.get("planHash")
-        memo.task_keys = {task["id"]: _task_key(task) for task in run["tasks"]}
+        memo.task_keys = task_keys
         memo.clocked = {task["id"]: task for task in run["tasks"] if _time_dependent(task)}
         memo.run = run if is_focus else None
         view = build_view(run_id, inspection, keep_inspection=is_focus)
@@ -547,13 +557,14 @@ class ProjectScanner:
         root: str,
         run: dict[str, Any],
         memo: _FileMemo,
+        task_keys: dict[str, int],
         previous: RunView,
         locks: tuple[Any, Any],
         moment: int,
     ) -> dict[str, Any]:
         """The run's inspection, calling the core's observe_task only for tasks whose record
         changed (and their dependents); the others keep their observation, re-timed."""
-        changed = {task["id"] for task in run["tasks"] if memo.task_keys.get(task["id"]) != _task_key(task)}
+        changed = {task_id for task_id, key in task_keys.items() if memo.task_keys.get(task_id) != key}
         affected = _dependents(run, changed)
         old = {o["taskId"]: o for o in previous.observations}
         verified: set[str] = set()
