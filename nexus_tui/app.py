@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -721,7 +722,11 @@ class NexusApp(ActionsMixin, App[None]):
         pane.apply(message.snapshot, now_ms())
         self.scans_applied += 1
         self._loaded_panes.add(message.index)
-        if len(self._loaded_panes) == len(self.directories):
+        if len(self._loaded_panes) == len(self.directories) and not self.loaded.is_set():
+            # Everything loaded so far (runs, views, widgets) lives as long as the app: keep it
+            # out of the cyclic collector, whose full passes over a large project otherwise
+            # stall a live update by hundreds of ms. Reference counting still frees it.
+            gc.freeze()
             self.loaded.set()
 
     @staticmethod

@@ -274,12 +274,12 @@ def _time_dependent(task: dict[str, Any]) -> bool:
     return is_active(task) or attempts[-1]["backend"].get("kind") == "process"
 
 
-# The 1 s tick re-times every active attempt of every run: parse each deadline once.
-_parse_deadline = functools.lru_cache(maxsize=65536)(parse_iso_ms)
+# The 1 s tick re-times every active attempt and every shown age: parse each timestamp once.
+_parse_time = functools.lru_cache(maxsize=65536)(parse_iso_ms)
 
 
-def _deadline_ms(text: object) -> int | None:
-    return _parse_deadline(text) if isinstance(text, str) else None
+def _time_ms(text: object) -> int | None:
+    return _parse_time(text) if isinstance(text, str) else None
 
 
 def refresh_time_flags(observation: dict[str, Any], task: dict[str, Any], now: int) -> dict[str, Any]:
@@ -289,7 +289,7 @@ def refresh_time_flags(observation: dict[str, Any], task: dict[str, Any], now: i
     attempt = latest(task)
     if attempt is None:
         return observation
-    deadline = _deadline_ms(attempt.get("deadline"))
+    deadline = _time_ms(attempt.get("deadline"))
     overdue = bool(is_active(task) and deadline is not None and now > deadline)
     process = observation.get("process")
     fresh_process = None
@@ -628,7 +628,7 @@ def _same_view(a: RunView, b: RunView) -> bool:
 
 
 def age_text(iso: str | None, now: int) -> str:
-    moment = parse_iso_ms(iso)
+    moment = _time_ms(iso)
     if moment is None:
         return "—"
     return duration_text(max(0, now - moment)) + " ago"
