@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
+from textual.widgets import Checkbox, Input
 
 from nexus_core import timeutil
 from nexus_tui.app import NexusApp
 from nexus_tui.demo import FIXED_START, build_demo
+from nexus_tui.dialogs import ActionDialog
+from nexus_tui.progress import ProgressScreen
+from nexus_tui.recovery_screens import RecoveryListScreen, RecoveryScreen
 
 SIZE = (170, 48)
 SEED = 2026
@@ -39,9 +44,48 @@ async def select(pilot: Pilot[None], run_id: str | None = None, task_id: str | N
     await pilot.pause()
 
 
+async def until(pilot: Pilot[None], predicate: Callable[[], bool], seconds: float = 30) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("the view did not appear")
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+async def open_dialog(pilot: Pilot[None], key: str) -> None:
+    await pilot.press(key)
+    await until(pilot, lambda: isinstance(pilot.app.screen, ActionDialog))
+
+
+async def open_guide(pilot: Pilot[None], kind: str | None = None) -> None:
+    await pilot.press("g")
+    await until(pilot, lambda: isinstance(pilot.app.screen, RecoveryListScreen))
+    if kind is None:
+        return
+    screen = pilot.app.screen
+    assert isinstance(screen, RecoveryListScreen)
+    index = next(i for i, s in enumerate(screen.situations) if s.kind == kind)
+    await pilot.press(*["down"] * index, "enter")
+    await until(pilot, lambda: isinstance(pilot.app.screen, RecoveryScreen))
+
+
+def fill(pilot: Pilot[None], **values: object) -> None:
+    for name, value in values.items():
+        widget = pilot.app.screen.query_one(f"#{name}")
+        if isinstance(widget, Checkbox | Input):
+            widget.value = value  # type: ignore[assignment]
+
+
+async def confirm(pilot: Pilot[None]) -> None:
+    await pilot.click("#confirm")
+    app = pilot.app
+    await until(pilot, lambda: not [w for w in app.workers if w.group == "nexus-actions" and not w.is_finished])
+
+
 def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
     async def overview(pilot: Pilot[None]) -> None:
-        await select(pilot, "release", "client")
+        await select(pilot, "release", "release-notes")
 
     async def retry(pilot: Pilot[None]) -> None:
         await select(pilot, "release", "migrate")
@@ -61,6 +105,47 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         await pilot.press("question_mark")
         await pilot.pause()
 
+    async def guide(pilot: Pilot[None]) -> None:
+        await select(pilot, "release")
+        await open_guide(pilot)
+
+    async def guide_stale(pilot: Pilot[None]) -> None:
+        await open_guide(pilot, "accepted-stale")
+
+    async def guide_lock(pilot: Pilot[None]) -> None:
+        await open_guide(pilot, "writer-lock-dead")
+
+    async def recover_lock(pilot: Pilot[None]) -> None:
+        await open_dialog(pilot, "L")
+
+    async def reconcile(pilot: Pilot[None]) -> None:
+        await select(pilot, "release", "cleanup")
+        await open_dialog(pilot, "e")
+        await pilot.click("#outcome-cancelled")
+        fill(pilot, summary="Stopped before dropping any table.", owner_stopped=True)
+        await pilot.pause()
+
+    async def verify(pilot: Pilot[None]) -> None:
+        await select(pilot, "release", "perf-notes")
+        await open_dialog(pilot, "v")
+
+    async def action_log(pilot: Pilot[None]) -> None:
+        """Acts for real (last view: it changes the demo): recover the dead lock, then verify
+        perf-notes; the action log panel lists both calls."""
+        app = pilot.app
+        assert isinstance(app, NexusApp)
+        await open_dialog(pilot, "L")
+        fingerprint = app.pane.snapshot.writer_lock.fingerprint if app.pane.snapshot else ""
+        fill(pilot, note="pid 4194304 does not exist on this host", owner_stopped=True, typed=(fingerprint or "")[:8])
+        await confirm(pilot)
+        await select(pilot, "release", "perf-notes")
+        await open_dialog(pilot, "v")
+        await pilot.click("#confirm")
+        await until(pilot, lambda: isinstance(app.screen, ProgressScreen) and app.screen.finished)
+        await pilot.click("#close")
+        await until(pilot, lambda: app.query_one("#action-log").display)
+        await pilot.pause(0.3)
+
     return {
         "overview": overview,
         "failed-verification-and-retry": retry,
@@ -68,6 +153,13 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         "process-task": process,
         "filter-attention": filtered,
         "help": help_screen,
+        "recovery-guide": guide,
+        "recovery-stale-after-acceptance": guide_stale,
+        "recovery-dead-writer-lock": guide_lock,
+        "dialog-recover-lock": recover_lock,
+        "dialog-reconcile": reconcile,
+        "dialog-verify": verify,
+        "action-log": action_log,  # last: it acts on the demo
     }
 
 
@@ -93,7 +185,10 @@ async def shoot(
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "screenshots")
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as parent:
+    # A fixed parent: paths the screens show in full (fresh-run commands) stay the same.
+    parent = os.path.join(tempfile.gettempdir(), "nexus-screenshots")
+    shutil.rmtree(parent, ignore_errors=True)
+    try:
         info = build_demo(os.path.join(parent, "demo"), start=FIXED_START, seed=SEED)
         for note in info.notes:
             print("note:", note)
@@ -107,6 +202,8 @@ def main() -> int:
                 print(f"wrote {out / (name + '.svg')}")
         finally:
             timeutil.set_clock(None)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
     return 0
 
 

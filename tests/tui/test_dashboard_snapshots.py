@@ -53,7 +53,7 @@ def then(*steps: Callable[[Pilot[None]], Awaitable[None]]) -> Callable[[Pilot[No
 
 def test_overview_with_a_stale_accepted_task(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
     async def pick(pilot: Pilot[None]) -> None:
-        await select(pilot, "release", "client")
+        await select(pilot, "release", "release-notes")
 
     assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
 
