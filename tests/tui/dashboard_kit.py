@@ -100,15 +100,31 @@ async def select(pilot: Pilot[None], run_id: str | None = None, task_id: str | N
     app = pilot.app
     assert isinstance(app, NexusApp)
     pane = app.pane
+    # Wait for the highlight to be handled, not for a forced full repaint per move (selecting
+    # every task of every fixture one repaint at a time dominated the suite's time).
     if run_id is not None:
         pane.runs.move_cursor(row=pane.runs.get_row_index(run_id), animate=False)
-        await pilot.pause(0.01)
-        assert pane.run_id == run_id
+        await _handled(lambda: pane.run_id == run_id)
+
+        def shown() -> bool:  # the scanner sends the newly focused run's full inspection
+            view = pane.current_view()
+            return view is None or view.error is not None or view.inspection is not None
+
+        await _handled(shown, timeout=30)
+        await asyncio.sleep(0)
     if task_id is not None:
         pane.tasks.focus()
         pane.tasks.move_cursor(row=pane.tasks.get_row_index(task_id), animate=False)
-        await pilot.pause(0.01)
-        assert pane.task_id == task_id
+        await _handled(lambda: pane.task_id == task_id)
+
+
+async def _handled(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "the highlight was not handled in time"
+        await asyncio.sleep(0.002)
+    await asyncio.sleep(0)  # let the handler's follow-up messages (detail pane) run
 
 
 def tree_fingerprint(root: str) -> dict[str, tuple[Any, ...]]:

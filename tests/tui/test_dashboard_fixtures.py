@@ -8,7 +8,7 @@ what nexus_core.observe.inspect_run says (the same function as `nexus inspect --
 from __future__ import annotations
 
 import pytest
-from dashboard_kit import cell, detail_text, loaded, quiet_app, row_keys, select, status_text
+from dashboard_kit import cell, detail_text, eventually, loaded, quiet_app, row_keys, select, status_text
 from fixture_tools import FIXTURE_NAMES, relocate
 
 from nexus_core.observe import inspect_run
@@ -17,18 +17,32 @@ from nexus_tui.model import NOT_STARTED
 pytestmark = pytest.mark.asyncio
 
 
-async def test_every_task_of_every_fixture_matches_inspect(tmp_path) -> None:
-    """All fixtures at once, one tab each (also proves several projects work side by side)."""
-    roots = [str(relocate(name, tmp_path)) for name in FIXTURE_NAMES]
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+async def test_every_task_of_a_fixture_matches_inspect(tmp_path, name: str) -> None:
+    """One fixture per test (one app each): xdist spreads them, no single test is long."""
+    root = str(relocate(name, tmp_path))
+    app = quiet_app([root])
+    async with app.run_test(size=(140, 45)) as pilot:
+        await loaded(app, pilot)
+        await _check_project(app, pilot, root)
+
+
+async def test_several_projects_side_by_side(tmp_path) -> None:
+    """Three fixtures in three tabs: each tab shows its own project's runs and locks."""
+    names = FIXTURE_NAMES[:3]
+    roots = [str(relocate(name, tmp_path)) for name in names]
     app = quiet_app(roots)
     async with app.run_test(size=(140, 45)) as pilot:
         await loaded(app, pilot)
         for index, root in enumerate(roots):
             if index:
                 await pilot.press("right_square_bracket")
-                await pilot.pause()
+                await eventually(pilot, lambda index=index: app.pane.index == index, timeout=10)
+            inventory = inspect_run(root)
             assert app.pane.index == index
-            await _check_project(app, pilot, root)
+            assert row_keys(app.pane.runs) == inventory["runIds"]
+            writer = inventory["lock"]
+            assert (f"writer.lock HELD {writer['hash'][:12]}" if writer else "writer.lock free") in status_text(app)
 
 
 async def _check_project(app, pilot, root: str) -> None:
