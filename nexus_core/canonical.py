@@ -191,6 +191,17 @@ def pretty(value: Any) -> str:
     return norm.finish("".join(pieces))
 
 
+def envelope_texts(run: Any) -> tuple[str, str]:
+    """``(compact(run), pretty({"schemaVersion": 1, "sha256": sha256(compact(run)), "run": run}))``
+    with one normalising walk shared by both (a save writes the same run twice)."""
+    norm = _Normaliser()
+    walked = norm.walk(run)
+    payload = norm.finish(json.dumps(walked, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+    pieces: list[str] = []
+    _indented({"schemaVersion": 1, "sha256": sha256_text(payload), "run": walked}, 0, pieces)
+    return payload, norm.finish("".join(pieces))
+
+
 def _scalar(value: Any) -> str:
     """One scalar as the json encoder writes it (walk() has already respelled numbers)."""
     if isinstance(value, str):

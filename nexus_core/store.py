@@ -106,11 +106,10 @@ def _fsync_dir(path: str) -> None:
 
 def envelope_text(run: Run) -> tuple[str, str]:
     """(payload, envelope text) for a run; raises when over the state limit."""
-    payload = canonical.compact(run)
+    payload, text = canonical.envelope_texts(run)
     if len(payload.encode("utf-8")) > STATE_LIMIT:
         raise fail("Run exceeds the 16 MiB state limit.")
-    envelope = {"schemaVersion": 1, "sha256": canonical.sha256_text(payload), "run": run}
-    return payload, canonical.pretty(envelope) + "\n"
+    return payload, text + "\n"
 
 
 def save_run(root: str, run: Run) -> Run:
