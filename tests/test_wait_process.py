@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from process_support import cli, command_task, create, identity, latest, make_project
@@ -36,6 +37,10 @@ def test_wait_reports_a_process_task_from_launch_to_acceptance(tmp_path: Path) -
         text=True,
     )
     try:
+        deadline = time.monotonic() + 30
+        while not (log.exists() and "watch-started" in log.read_text()):
+            assert time.monotonic() < deadline and waiter.poll() is None, "wait never started watching"
+            time.sleep(0.02)
         code, _, err = cli(root, "launch", "proc", "p")
         assert code == 0, err
         attempt = latest(root, "proc", "p")
