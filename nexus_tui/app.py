@@ -33,7 +33,7 @@ from nexus_core.timeutil import now_ms
 
 from . import actions, render
 from .action_wiring import ActionsMixin
-from .model import ProjectScanner, ProjectSnapshot, RunView, TaskRow, covers
+from .model import ProjectScanner, ProjectSnapshot, RunView, ScopeIndex, TaskRow
 
 TICK_SECONDS = 1.0
 SAFETY_RESCAN_SECONDS = 5.0
@@ -42,6 +42,8 @@ WATCH_DEBOUNCE_MS = 50
 WATCH_STEP_MS = 10
 WATCH_ARMED_MS = 300
 MAX_WATCHED_SCOPES = 1000
+# Middle-generation collections between two full ones (CPython's default is 10).
+FULL_COLLECTION_EVERY = 100
 
 
 # ----------------------------------------------------------------- plumbing
@@ -166,7 +168,9 @@ class ProjectPane(Vertical):
         self._task_rows: dict[str, TaskRow] = {}
         self._task_second = -1
         self._run_views: dict[str, RunView] = {}
-        self._run_moment: tuple[Any, ...] | None = None
+        self._run_locks: tuple[Any, ...] | None = None
+        self._run_second = -1
+        self._scope_index = ScopeIndex()
         self._detail_key: tuple[Any, ...] | None = None
         self.scope_paths: tuple[str, ...] = ()
         self.has_base = False
@@ -256,12 +260,14 @@ class ProjectPane(Vertical):
         if self.snapshot is None:
             return
         with self.app.batch_update():
-            self._sync_runs(now)
-            self._sync_tasks(now)
+            self._sync_runs(now, retime=True)
+            self._sync_tasks(now, retime=True)
             self._sync_detail(now, times_only=True)
             self._sync_status(now)
 
-    def _sync_runs(self, now: int) -> None:
+    def _sync_runs(self, now: int, retime: bool = False) -> None:
+        """``retime`` (the 1 s tick): recompute the age cells of unchanged runs too; a
+        scan-driven update touches only the runs that changed, whatever the clock says."""
         assert self.snapshot is not None
         table = self.runs
         cursor = self._cursor_key(table)
@@ -271,9 +277,12 @@ class ProjectPane(Vertical):
             del self._run_cells[gone]
             self._run_views.pop(gone, None)
         added = False
-        locks = (self.snapshot.writer_lock, self.snapshot.recovery_lock, now // 1000)
-        same_moment = locks == self._run_moment
-        self._run_moment = locks
+        locks = (self.snapshot.writer_lock, self.snapshot.recovery_lock)
+        same_moment = locks == self._run_locks
+        self._run_locks = locks
+        if retime:
+            same_moment = same_moment and now // 1000 == self._run_second
+            self._run_second = now // 1000
         for view in self.snapshot.runs:
             if same_moment and self._run_views.get(view.run_id) is view and view.run_id in self._run_cells:
                 continue
@@ -305,7 +314,8 @@ class ProjectPane(Vertical):
             title += f" sorted by {self.run_sort[0]}{' ↓' if self.run_sort[1] else ''}"
         self.query_one(f"#runs-title-{self.index}", Static).update(Text(title, style="bold"))
 
-    def _sync_tasks(self, now: int) -> None:
+    def _sync_tasks(self, now: int, retime: bool = False) -> None:
+        """``retime`` (the 1 s tick): recompute the age cells of unchanged rows too."""
         table = self.tasks
         view = self.current_view()
         rows = view.rows if view else ()
@@ -318,9 +328,12 @@ class ProjectPane(Vertical):
             del self._task_cells[gone]
             self._task_rows.pop(gone, None)
         added = False
-        # Ages are shown to the second: within one second an unchanged row has unchanged cells.
-        same_second = now // 1000 == self._task_second
-        self._task_second = now // 1000
+        # Ages are shown to the second and only the tick moves them: outside the tick (a scan,
+        # a selection) an unchanged row keeps its cells, so one changed task costs one row.
+        same_second = True
+        if retime:
+            same_second = now // 1000 == self._task_second
+            self._task_second = now // 1000
         for row in visible:
             if same_second and self._task_rows.get(row.task_id) == row and row.task_id in self._task_cells:
                 continue
@@ -727,6 +740,11 @@ class NexusApp(ActionsMixin, App[None]):
             # out of the cyclic collector, whose full passes over a large project otherwise
             # stall a live update by hundreds of ms. Reference counting still frees it.
             gc.freeze()
+            # Each live update parses a whole run file (no cycles: reference counting frees
+            # it), yet its allocations still trigger full collections of 20-90 ms every second
+            # or so, which then land inside an update: make full collections 10x rarer.
+            young, middle, _ = gc.get_threshold()
+            gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
             self.loaded.set()
 
     @staticmethod
@@ -802,10 +820,13 @@ class NexusApp(ActionsMixin, App[None]):
         pane = self.panes[index]
         relative = {os.path.relpath(path, root) for path in paths} if root else set()
         touched: set[str] = set()
-        if pane.snapshot is not None:
-            for view in pane.snapshot.runs:
-                if any(covers(scope, rel) for scope in view.evidence_scopes for rel in relative):
-                    touched.add(view.run_id)
+        if pane.snapshot is not None and relative:
+            # Run files need no matching (every scan re-stats them); scopes are looked up by
+            # path prefix in an index kept in step with the runs, not scanned one by one.
+            index_of_scopes = pane._scope_index
+            index_of_scopes.update(pane.snapshot.runs)
+            for rel in relative:
+                touched |= index_of_scopes.runs_covering(rel)
         self.request_scan(index, runs=touched)
 
     # -- actions (the registry in actions.py binds keys to these)

@@ -206,11 +206,16 @@ def _depends(definition: dict[str, Any] | None) -> tuple[str, ...]:
     return tuple(str(d) for d in definition.get("dependsOn") or ())
 
 
-def build_rows(inspection: dict[str, Any]) -> tuple[TaskRow, ...]:
+def build_rows(inspection: dict[str, Any], reusable: dict[str, TaskRow] | None = None) -> tuple[TaskRow, ...]:
+    """``reusable``: rows known to be unchanged (same record, plan and observation)."""
     definitions = {d.get("id"): d for d in inspection["plan"]["tasks"]}
     observations = {o["taskId"]: o for o in inspection.get("observations") or []}
     rows = []
     for task in inspection["tasks"]:
+        kept = reusable.get(task["id"]) if reusable else None
+        if kept is not None:
+            rows.append(kept)
+            continue
         definition = definitions.get(task["id"]) or {}
         observation = observations.get(task["id"]) or {}
         attempts = task["attempts"]
@@ -234,8 +239,10 @@ def build_rows(inspection: dict[str, Any]) -> tuple[TaskRow, ...]:
     return tuple(rows)
 
 
-def build_view(run_id: str, inspection: dict[str, Any], keep_inspection: bool = True) -> RunView:
-    rows = build_rows(inspection)
+def build_view(
+    run_id: str, inspection: dict[str, Any], keep_inspection: bool = True, reusable: dict[str, TaskRow] | None = None
+) -> RunView:
+    rows = build_rows(inspection, reusable)
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.state] = counts.get(row.state, 0) + 1
@@ -322,8 +329,9 @@ class _FileMemo:
     stamp: tuple[int, ...] | None = None
     digest: str | None = None
     plan_hash: str | None = None
-    # Per task: a cheap fingerprint of its record, to re-observe only what changed.
-    task_keys: dict[str, int] = field(default_factory=dict)
+    # Per task: a cheap fingerprint of its record, to re-observe only what changed; None while
+    # ``run`` is kept (then the records themselves are compared, which is faster).
+    task_keys: dict[str, int] | None = field(default_factory=dict)
     # Records of the tasks whose flags move with the clock (the 1 s tick needs only these).
     clocked: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The parsed run, kept for the focus run only (memory).
@@ -342,6 +350,57 @@ def covers(scope: str, relative_path: str) -> bool:
     return relative_path == scope or relative_path.startswith(scope.rstrip("/") + "/")
 
 
+class ScopeIndex:
+    """Which runs have an evidence scope covering a path (as :func:`covers` decides), by
+    looking up the path's prefixes: a project can hold tens of thousands of scopes."""
+
+    def __init__(self) -> None:
+        self._scopes_of: dict[str, tuple[str, ...]] = {}
+        self._runs_of: dict[str, set[str]] = {}
+
+    def update(self, views: tuple[RunView, ...] | list[RunView]) -> None:
+        """Follow ``views``; unchanged runs (the same scopes tuple) cost one comparison."""
+        seen = set()
+        for view in views:
+            seen.add(view.run_id)
+            old = self._scopes_of.get(view.run_id)
+            if old is view.evidence_scopes:
+                continue
+            if old is not None:
+                self._forget(view.run_id, old)
+            self._scopes_of[view.run_id] = view.evidence_scopes
+            for scope in view.evidence_scopes:
+                self._runs_of.setdefault(_scope_key(scope), set()).add(view.run_id)
+        for gone in [run_id for run_id in self._scopes_of if run_id not in seen]:
+            self._forget(gone, self._scopes_of.pop(gone))
+
+    def _forget(self, run_id: str, scopes: tuple[str, ...]) -> None:
+        for scope in scopes:
+            runs = self._runs_of.get(_scope_key(scope))
+            if runs is not None:
+                runs.discard(run_id)
+                if not runs:
+                    del self._runs_of[_scope_key(scope)]
+
+    def runs_covering(self, relative_path: str) -> set[str]:
+        found: set[str] = set()
+        runs_of = self._runs_of
+        exact = runs_of.get(relative_path)
+        if exact:
+            found |= exact
+        position = relative_path.find("/")
+        while position != -1:
+            runs = runs_of.get(relative_path[:position])
+            if runs:
+                found |= runs
+            position = relative_path.find("/", position + 1)
+        return found
+
+
+def _scope_key(scope: str) -> str:
+    return scope.rstrip("/")
+
+
 def _inventory(root: str) -> dict[str, Any]:
     """The inventory's cheap part, from the same core functions as ``inspect_inventory``
     (which also loads every run to name the unreadable ones: here each run's own view says
@@ -356,6 +415,17 @@ def _inventory(root: str) -> dict[str, Any]:
 
 def _task_key(task: dict[str, Any]) -> int:
     return hash(repr(task))
+
+
+def _changed_tasks(run: dict[str, Any], memo: _FileMemo, task_keys: dict[str, int] | None) -> set[str]:
+    """Ids of the tasks whose record differs from the last read (every task if unknown)."""
+    if memo.run is not None:
+        before = {task["id"]: task for task in memo.run["tasks"]}
+        return {task["id"] for task in run["tasks"] if before.get(task["id"]) != task}
+    if memo.task_keys is None:
+        return {task["id"] for task in run["tasks"]}
+    keys = task_keys if task_keys is not None else {task["id"]: _task_key(task) for task in run["tasks"]}
+    return {task_id for task_id, key in keys.items() if memo.task_keys.get(task_id) != key}
 
 
 def _dependents(run: dict[str, Any], changed: set[str]) -> set[str]:
@@ -534,10 +604,12 @@ class ProjectScanner:
         try:
             began = time.monotonic()
             reusable = not force and usable and memo.plan_hash == run.get("planHash") and previous is not None
-            task_keys = {task["id"]: _task_key(task) for task in run["tasks"]}
+            # The focus run keeps its parsed records: compare those; the others keep keys.
+            task_keys = None if is_focus else {task["id"]: _task_key(task) for task in run["tasks"]}
+            unchanged_rows: dict[str, TaskRow] | None = None
             if reusable:
                 assert previous is not None
-                inspection = self._reobserve(root, run, memo, task_keys, previous, locks, moment)
+                inspection, unchanged_rows = self._reobserve(root, run, memo, task_keys, previous, locks, moment)
             else:
                 inspection = observe.inspect_loaded(root, run, moment)
                 self._seconds_per_inspection = time.monotonic() - began
@@ -547,7 +619,7 @@ class ProjectScanner:
         memo.task_keys = task_keys
         memo.clocked = {task["id"]: task for task in run["tasks"] if _time_dependent(task)}
         memo.run = run if is_focus else None
-        view = build_view(run_id, inspection, keep_inspection=is_focus)
+        view = build_view(run_id, inspection, keep_inspection=is_focus, reusable=unchanged_rows)
         if previous is not None and _same_view(previous, view):
             return previous
         return view
@@ -557,16 +629,19 @@ class ProjectScanner:
         root: str,
         run: dict[str, Any],
         memo: _FileMemo,
-        task_keys: dict[str, int],
+        task_keys: dict[str, int] | None,
         previous: RunView,
         locks: tuple[Any, Any],
         moment: int,
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], dict[str, TaskRow]]:
         """The run's inspection, calling the core's observe_task only for tasks whose record
-        changed (and their dependents); the others keep their observation, re-timed."""
-        changed = {task_id for task_id, key in task_keys.items() if memo.task_keys.get(task_id) != key}
+        changed (and their dependents); the others keep their observation, re-timed. Also the
+        previous rows still valid (same record, same observation object)."""
+        changed = _changed_tasks(run, memo, task_keys)
         affected = _dependents(run, changed)
         old = {o["taskId"]: o for o in previous.observations}
+        old_rows = {row.task_id: row for row in previous.rows}
+        unchanged_rows: dict[str, TaskRow] = {}
         verified: set[str] = set()
         observations = []
         for task in run["tasks"]:
@@ -574,11 +649,15 @@ class ProjectScanner:
             if task["id"] in affected or kept is None:
                 observations.append(observe.observe_task(root, run, task, verified, moment))
             else:
-                observations.append(refresh_time_flags(kept, task, moment))
+                observation = refresh_time_flags(kept, task, moment)
+                observations.append(observation)
+                row = old_rows.get(task["id"])
+                if observation is kept and row is not None:
+                    unchanged_rows[task["id"]] = row
         result = dict(run)
         result["observations"] = observations
         result["lock"], result["recoveryLock"] = locks
-        return result
+        return result, unchanged_rows
 
     def _retimed(self, previous: RunView, memo: _FileMemo, moment: int) -> RunView:
         observations = [
