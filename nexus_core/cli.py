@@ -171,8 +171,6 @@ def run_action(
         _fail(error.message, as_json)
     except OSError as error:
         _fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), as_json)
-    except (KeyboardInterrupt, SystemExit):
-        raise
     except Exception as error:  # a bug of ours: still a clean error line, never a traceback
         _fail(f"Internal error ({type(error).__name__}: {error}); nothing else was changed. Please report it.", as_json)
     code = exit_code_for(action, task, result)

@@ -33,7 +33,7 @@ from .locks import (
 from .paths import overlap, root_of, safe_target
 from .plan import normalize_plan
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
-from .store import RUNS, Run, load_run, read_state_bytes, remove_dead_temp_files, run_path, save_run
+from .store import RUNS, Run, check_state_file, load_run, remove_dead_temp_files, run_path, save_run
 from .timeutil import iso_from_ms, now_iso, now_ms
 from .validate import ident, is_integer, text
 
@@ -224,7 +224,7 @@ def mutate(
     root = root_of(directory)
     # An unknown run (or a bad run id) is refused before the lock would create
     # .bmad-plus/nexus: a refused command leaves the disk as it was.
-    read_state_bytes(root, run_id)
+    check_state_file(root, run_id)
     if not patient:
         with writer_lock(root):
             run = load_run(root, run_id)

@@ -126,7 +126,8 @@ def save_run(root: str, run: Run) -> Run:
     return run
 
 
-def read_state_bytes(root: str, run_id: str) -> tuple[str, bytes]:
+def check_state_file(root: str, run_id: str) -> str:
+    """The run's state file path, refused when missing, unsafe or too large (no read)."""
     rel = run_path(run_id)
     path = safe_target(root, rel)
     try:
@@ -138,12 +139,14 @@ def read_state_bytes(root: str, run_id: str) -> tuple[str, bytes]:
         raise fail(f"Unsafe run state file {path}: {reason}; it was not used or changed.")
     if info.st_size > LOAD_LIMIT:
         raise fail("Run state exceeds the size limit.")
+    return path
+
+
+def read_state_bytes(root: str, run_id: str) -> tuple[str, bytes]:
+    path = check_state_file(root, run_id)
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            return path, handle.read(LOAD_LIMIT + 1)
-    except BaseException:
-        raise
+    with os.fdopen(fd, "rb") as handle:
+        return path, handle.read(LOAD_LIMIT + 1)
 
 
 def _is_int(value: object) -> bool:
