@@ -1,0 +1,46 @@
+"""Text made safe for a terminal: the one place that decides what untrusted text may print.
+
+Workers are semi-trusted: identities, summaries, check output and file names they control can
+carry escape sequences (``ESC ] 52`` writes the operator's clipboard, ``ESC [ 2 J`` clears the
+screen, C1 ``U+009B`` is a one-byte CSI on some terminals). Every human-facing output (CLI
+summaries and errors, ``wait`` and ``loop`` lines, every dashboard widget) passes text through
+``terminal_safe``; JSON output does not need it (JSON escapes every control character already).
+
+Printable text, newlines and tabs are returned unchanged, so ordinary output is byte-identical.
+Everything that could act on a terminal is shown visibly instead: C0 controls and DEL as
+``\\xNN``, C1 controls, lone surrogates and bidirectional overrides as ``\\uNNNN``.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 except \t and \n, DEL, C1, lone surrogates, and the bidi embedding/override/isolate controls
+# (they reorder what the operator reads: "Trojan Source").
+_UNSAFE_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+# The single-line form also escapes \t and \n: a newline in an identity would forge a line.
+_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+
+def terminal_safe(value: object, *, one_line: bool = False) -> str:
+    """``value`` as text that cannot act on a terminal (``None`` becomes the empty string).
+
+    ``one_line=True`` also shows newlines and tabs as ``\\x0a``/``\\x09``: use it for fields that
+    must stay on one line (identities, file names, ids, single-line messages).
+    """
+    text = "" if value is None else value if isinstance(value, str) else str(value)
+    pattern = _UNSAFE_ONE_LINE if one_line else _UNSAFE_MULTILINE
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_visible, text)
+
+
+def is_terminal_safe(text: str, *, one_line: bool = False) -> bool:
+    """True when ``terminal_safe`` would return ``text`` unchanged."""
+    pattern = _UNSAFE_ONE_LINE if one_line else _UNSAFE_MULTILINE
+    return pattern.search(text) is None
