@@ -1,0 +1,120 @@
+"""The ``nexus-tui`` command line, on click with the conventions of ``nexus`` (``-d``,
+``--version``, ``-h``, shell completion through ``_NEXUS_TUI_COMPLETE``).
+
+It is a click group that runs the dashboard when no subcommand is named, so
+``nexus-tui -d DIR`` and ``nexus-tui SUBCOMMAND ...`` live side by side. To add a subcommand::
+
+    @dashboard.command("serve", help="...")
+    @click.option(...)
+    @click.pass_obj
+    def serve(options: DashboardOptions, ...) -> None: ...
+
+``options`` holds what was given before the subcommand's name (``nexus-tui -d A serve``);
+a subcommand may also declare its own options. Textual is imported only when the dashboard
+starts, so ``--help``, ``--version`` and completion stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import NoReturn
+
+import click
+from click.shell_completion import CompletionItem
+
+
+@dataclass(frozen=True)
+class DashboardOptions:
+    """The group's options, for the bare form and for any subcommand (``ctx.obj``)."""
+
+    directories: tuple[str, ...]
+    poll: bool
+    read_only: bool
+    demo: bool
+
+
+def complete_directory(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """The shell's own directory completion (click's protocol: type ``dir``). Not ``click.Path``:
+    its conversion would replace the dashboard's own "not a directory" refusal."""
+    return [CompletionItem(incomplete, type="dir")]
+
+
+@click.group(
+    name="nexus-tui",
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Live dashboard of nexus runs: one tab per project directory.",
+)
+@click.option(
+    "-d",
+    "--directory",
+    "directories",
+    multiple=True,
+    metavar="DIR",
+    shell_complete=complete_directory,
+    help="Project directory (repeat for several tabs; default: the current directory).",
+)
+@click.option("--poll", is_flag=True, help="No file watcher: rescan every second instead.")
+@click.option("--read-only", "read_only", is_flag=True, help="Disable every action that changes state.")
+@click.option("--demo", is_flag=True, help="Build a demo project in a temporary directory (real core) and open it.")
+@click.version_option(package_name="nexus-registry", prog_name="nexus-tui")
+@click.pass_context
+def dashboard(ctx: click.Context, directories: tuple[str, ...], poll: bool, read_only: bool, demo: bool) -> int:
+    options = DashboardOptions(directories, poll, read_only, demo)
+    ctx.obj = options
+    if ctx.invoked_subcommand is not None:
+        return 0  # the subcommand runs next and its return value is the exit status
+    return run_dashboard(options)
+
+
+def run_dashboard(options: DashboardOptions) -> int:
+    """Open the dashboard on ``options``; the exit status (1 with a ``Nexus:`` line on bad input)."""
+    directories = list(options.directories)
+    demo_dir = None
+    if options.demo:
+        from .demo import build_demo_in_temp
+
+        try:
+            demo_dir = build_demo_in_temp()
+        except Exception as error:
+            print(f"Nexus: could not build the demo: {error}", file=sys.stderr)
+            return 1
+        directories = [demo_dir, *directories]
+    for directory in directories:
+        if not os.path.isdir(directory):
+            print(f"Nexus: not a directory: {directory}", file=sys.stderr)
+            return 1
+    from .app import NexusApp
+
+    app = NexusApp(directories or [os.getcwd()], poll=options.poll, read_only=options.read_only)
+    app.run()
+    if demo_dir:
+        print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
+    return 0
+
+
+def _usage_error(message: str) -> NoReturn:
+    # The same shape and status as ``nexus``'s usage errors.
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``nexus-tui`` entry point; the exit status."""
+    try:
+        status = dashboard.main(args=argv, prog_name="nexus-tui", standalone_mode=False)
+    except click.exceptions.NoSuchOption as error:
+        _usage_error(f"unknown option '{error.option_name}'")
+    except click.exceptions.UsageError as error:
+        _usage_error(error.format_message().rstrip("."))
+    except click.exceptions.Abort:
+        return 130
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    return status if isinstance(status, int) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
