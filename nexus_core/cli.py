@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -9,10 +10,32 @@ from . import canonical
 from .errors import NexusError
 
 MUTATIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
+# The action grammar's vocabulary, with the one-line help that completion shows (zsh, fish).
+ACTIONS = {
+    "create": "Create a run from a JSON task plan (--plan).",
+    "inspect": "Show the runs inventory or one run's state and observations.",
+    "recover-lock": "Recover a dead writer lock (--input).",
+    "start": "Start a host-owned attempt.",
+    "launch": "Launch and supervise the task's planned process.",
+    "collect": "Collect a finished process attempt's receipt.",
+    "record": "Record a host worker's outcome.",
+    "reconcile": "Reconcile an ambiguous or stopped attempt.",
+    "verify": "Run the task's verification checks on current artifacts.",
+    "retry": "Retry a failed or cancelled host attempt.",
+    "cancel": "Request cancellation of the current attempt.",
+    "accept": "Accept verified and current work.",
+}
+# Commands beside the action grammar, each a click command with its own options:
+# name -> ("module:attribute" of the command, one-line help). main() hands them their words.
+SEPARATE_COMMANDS = {
+    "wait": ("nexus_core.supervise:wait_command", "Block until a run settles (JSON events on stdout)."),
+    "loop": ("nexus_core.supervise:loop_command", "Inspect a run on an interval; optionally verify."),
+}
 USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
 )
+COMPLETE_VAR = "_NEXUS_COMPLETE"  # click's shell completion protocol (``_NEXUS_COMPLETE=bash_source nexus``)
 CLOSING = "Use inspect --json for recorded evidence and reconciliation observations."
 
 
@@ -230,8 +253,13 @@ def _plain_inspect(words: list[str]) -> tuple[str | None, str, bool] | None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    instruction = os.environ.get(COMPLETE_VAR)
+    if instruction is not None:
+        from .completion import complete
+
+        sys.exit(complete(instruction))
     words = argv if argv is not None else sys.argv[1:]
-    if words and words[0] in ("wait", "loop"):
+    if words and words[0] in SEPARATE_COMMANDS:
         # Separate commands with their own options; the action grammar below stays as it is.
         from .supervise import supervise_main
 
