@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from . import canonical
 from .errors import NexusError
@@ -25,15 +25,33 @@ ACTIONS = {
     "cancel": "Request cancellation of the current attempt.",
     "accept": "Accept verified and current work.",
 }
-# Commands beside the action grammar, each a click command with its own options:
-# name -> ("module:attribute" of the command, one-line help). main() hands them their words.
+
+
+class SeparateCommand(NamedTuple):
+    target: str  # "module:attribute" of its click command
+    summary: str  # one line, for completion
+    synopsis: str  # its required words, for the usage hint
+
+
+# Commands beside the action grammar, each a click command with its own options.
+# main() hands them their words; completion and the usage hint read them from here.
 SEPARATE_COMMANDS = {
-    "wait": ("nexus_core.supervise:wait_command", "Block until a run settles (JSON events on stdout)."),
-    "loop": ("nexus_core.supervise:loop_command", "Inspect a run on an interval; optionally verify."),
+    "wait": SeparateCommand(
+        "nexus_core.supervise:wait_command", "Block until a run settles (JSON events on stdout).", "RUN"
+    ),
+    "loop": SeparateCommand(
+        "nexus_core.supervise:loop_command", "Inspect a run on an interval; optionally verify.", "RUN --every INTERVAL"
+    ),
 }
 USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
+)
+# After the reference's line: the forms it does not name.
+USAGE_MORE = (
+    " Also: nexus recover-lock --input FILE, "
+    + ", ".join(f"nexus {name} {command.synopsis}" for name, command in SEPARATE_COMMANDS.items())
+    + " (nexus --help shows every option)."
 )
 COMPLETE_VAR = "_NEXUS_COMPLETE"  # click's shell completion protocol (``_NEXUS_COMPLETE=bash_source nexus``)
 CLOSING = "Use inspect --json for recorded evidence and reconciliation observations."
@@ -108,7 +126,7 @@ def dispatch(
         recovery_options = read_input_file(input_file, "--input")
         return locks.recover_lock(root_of(directory), recovery_options)
     if action not in MUTATIONS or not run or not task or plan is not None:
-        raise NexusError(USAGE)
+        raise NexusError(USAGE + USAGE_MORE)
     if action in ("verify", "accept"):
         if input_file is not None:
             raise NexusError(f"{action} executes its recorded contract and takes no input file.")
@@ -275,7 +293,9 @@ def main(argv: list[str] | None = None) -> None:
         _usage_error(f"unknown option '{error.option_name}'")
     except click.exceptions.MissingParameter as error:
         name = error.param.name if error.param else "action"
-        _usage_error(f"missing required argument '{name}'")
+        # commander's line, then (ours) the forms a bare ``nexus`` can take.
+        hint = f"\n{USAGE}{USAGE_MORE}" if name == "action" else ""
+        _usage_error(f"missing required argument '{name}'{hint}")
     except click.exceptions.UsageError as error:
         if "unexpected extra argument" in error.message.lower():
             count = _positional_count(list(words))

@@ -408,7 +408,7 @@ class CompletionRoot(click.Group):
                 context_settings=self.action_command.context_settings,
             )
         if cmd_name in cli.SEPARATE_COMMANDS:
-            command = _load(cli.SEPARATE_COMMANDS[cmd_name][0])
+            command = _load(cli.SEPARATE_COMMANDS[cmd_name].target)
             if command is None:
                 return None
             return CompletingCommand(
@@ -421,7 +421,7 @@ class CompletionRoot(click.Group):
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         # The names with their one-line help, without loading a separate command's module.
-        summaries = {**cli.ACTIONS, **{name: entry[1] for name, entry in cli.SEPARATE_COMMANDS.items()}}
+        summaries = {**cli.ACTIONS, **{name: entry.summary for name, entry in cli.SEPARATE_COMMANDS.items()}}
         items = [CompletionItem(name, help=text) for name, text in summaries.items() if name.startswith(incomplete)]
         return items + click.Command.shell_complete(self, ctx, incomplete)
 

@@ -24,6 +24,8 @@ from typing import NoReturn
 import click
 from click.shell_completion import CompletionItem
 
+from nexus_core.terminal import terminal_safe
+
 
 @dataclass(frozen=True)
 class DashboardOptions:
@@ -82,17 +84,33 @@ def run_dashboard(options: DashboardOptions) -> int:
             print(f"Nexus: could not build the demo: {error}", file=sys.stderr)
             return 1
         directories = [demo_dir, *directories]
+    directories = directories or [os.getcwd()]
     for directory in directories:
-        if not os.path.isdir(directory):
-            print(f"Nexus: not a directory: {directory}", file=sys.stderr)
+        problem = project_problem(directory)
+        if problem is not None:
+            print(f"Nexus: {terminal_safe(problem, one_line=True)}", file=sys.stderr)
             return 1
     from .app import NexusApp
 
-    app = NexusApp(directories or [os.getcwd()], poll=options.poll, read_only=options.read_only)
+    app = NexusApp(directories, poll=options.poll, read_only=options.read_only)
     app.run()
     if demo_dir:
         print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
     return 0
+
+
+def project_problem(directory: str) -> str | None:
+    """Why ``directory`` cannot be shown (the core's words for an unusable state directory)."""
+    if not os.path.isdir(directory):
+        return f"not a directory: {directory}"
+    from nexus_core.errors import NexusError
+    from nexus_core.paths import root_of
+
+    try:
+        root_of(directory)
+    except NexusError as error:
+        return error.message
+    return None
 
 
 def _usage_error(message: str) -> NoReturn:
