@@ -28,21 +28,38 @@ ACTIONS = {
 
 
 class SeparateCommand(NamedTuple):
-    target: str  # "module:attribute" of its click command
+    command: str  # "module:attribute" of its click command (completion reads its options)
+    runner: str  # "module:attribute" of the function that runs it, given the words from its name on
     summary: str  # one line, for completion
     synopsis: str  # its required words, for the usage hint
 
 
-# Commands beside the action grammar, each a click command with its own options.
-# main() hands them their words; completion and the usage hint read them from here.
+# Commands beside the action grammar, each a click command with its own options. main() runs
+# them; completion and the usage hint read them from here: a new one is one entry.
 SEPARATE_COMMANDS = {
     "wait": SeparateCommand(
-        "nexus_core.supervise:wait_command", "Block until a run settles (JSON events on stdout).", "RUN"
+        "nexus_core.supervise:wait_command",
+        "nexus_core.supervise:supervise_main",
+        "Block until a run settles (JSON events on stdout).",
+        "RUN",
     ),
     "loop": SeparateCommand(
-        "nexus_core.supervise:loop_command", "Inspect a run on an interval; optionally verify.", "RUN --every INTERVAL"
+        "nexus_core.supervise:loop_command",
+        "nexus_core.supervise:supervise_main",
+        "Inspect a run on an interval; optionally verify.",
+        "RUN --every INTERVAL",
     ),
 }
+
+
+def load(target: str) -> Any:
+    """The object a "module:attribute" target names (imported on first use: start-up time)."""
+    import importlib
+
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
@@ -279,9 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     words = argv if argv is not None else sys.argv[1:]
     if words and words[0] in SEPARATE_COMMANDS:
         # Separate commands with their own options; the action grammar below stays as it is.
-        from .supervise import supervise_main
-
-        supervise_main(list(words))
+        load(SEPARATE_COMMANDS[words[0]].runner)(list(words))
     plain = _plain_inspect(list(words))
     if plain is not None:
         run_action("inspect", plain[0], None, plain[1], None, None, plain[2])

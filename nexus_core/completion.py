@@ -15,7 +15,6 @@ what can be read, or nothing.
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -359,9 +358,8 @@ def _arguments_of(action: str, command: click.Command) -> list[click.Parameter]:
 
 
 def _load(target: str) -> click.Command | None:
-    module, _, attribute = target.partition(":")
     try:
-        command = getattr(importlib.import_module(module), attribute)
+        command = cli.load(target)
     except (ImportError, AttributeError):
         return None
     return command if isinstance(command, click.Command) else None
@@ -408,9 +406,11 @@ class CompletionRoot(click.Group):
                 context_settings=self.action_command.context_settings,
             )
         if cmd_name in cli.SEPARATE_COMMANDS:
-            command = _load(cli.SEPARATE_COMMANDS[cmd_name].target)
+            command = _load(cli.SEPARATE_COMMANDS[cmd_name].command)
             if command is None:
                 return None
+            if isinstance(command, click.Group):  # its subcommands complete as click defines them
+                return command
             return CompletingCommand(
                 cmd_name,
                 params=_completing(command.params),

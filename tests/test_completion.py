@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from process_support import command_task, create, make_project
 from project_kit import Project, plan, task_def
 
-from nexus_core import engine
+from nexus_core import cli, engine
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -172,3 +173,12 @@ def test_launch_and_collect_put_the_process_task_first(tmp_path: Path) -> None:
     engine.launch_task(str(root), "r", "p", {})  # finished; the receipt awaits collect
     assert values("nexus collect r ", root) == ["p", "h"]
     assert values("nexus launch r ", root) == ["h", "p"]
+
+
+@pytest.mark.parametrize("name", list(cli.SEPARATE_COMMANDS))
+def test_every_separate_command_runs_and_completes_its_own_options(name: str, tmp_path: Path) -> None:
+    """Each entry of the table names a loadable command and runner (a new command is one entry)."""
+    offered = values(f"nexus {name} --", tmp_path)
+    assert "--help" in offered and len(offered) > 1, offered
+    shown = run_cli(name, "--help", cwd=tmp_path)
+    assert shown.returncode == 0 and f"nexus {name}" in shown.stdout, shown.stderr
