@@ -312,9 +312,10 @@ def main(argv: list[str] | None = None) -> None:
         _usage_error(f"unknown option '{error.option_name}'")
     except click.exceptions.MissingParameter as error:
         name = error.param.name if error.param else "action"
-        # commander's line, then (ours) the forms a bare ``nexus`` can take.
-        hint = f"\n{USAGE}{USAGE_MORE}" if name == "action" else ""
-        _usage_error(f"missing required argument '{name}'{hint}")
+        if name == "action":  # commander's line, then (ours) the forms a bare ``nexus`` can take
+            _write(sys.stderr, f"error: missing required argument 'action'\n{USAGE}{USAGE_MORE}\n")
+            sys.exit(1)
+        _usage_error(f"missing required argument '{name}'")
     except click.exceptions.UsageError as error:
         if "unexpected extra argument" in error.message.lower():
             count = _positional_count(list(words))
