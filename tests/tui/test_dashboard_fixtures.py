@@ -12,6 +12,7 @@ from dashboard_kit import cell, detail_text, eventually, loaded, quiet_app, row_
 from fixture_tools import FIXTURE_NAMES, relocate
 
 from nexus_core.observe import inspect_run
+from nexus_core.words import json_word
 from nexus_tui.model import NOT_STARTED
 
 pytestmark = pytest.mark.asyncio
@@ -87,7 +88,8 @@ async def _check_project(app, pilot, root: str) -> None:
                 if attempt:
                     assert attempt["id"] in text
                     for receipt in attempt["verification"].get("checks") or []:
-                        assert f"{receipt['id']}  exit {receipt.get('exitCode')}" in text
+                        # JSON's words: a check that never ran reads "exit none", not Python's None.
+                        assert f"{receipt['id']}  exit {json_word(receipt.get('exitCode'))}" in text
                         if receipt.get("timedOut"):
                             assert "TIMED OUT" in text
                     if attempt["cancellation"]["status"] != "none":
