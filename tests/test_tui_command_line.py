@@ -3,6 +3,7 @@ bad arguments are refused without a traceback, and a subcommand can sit beside t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,22 @@ def test_a_subcommand_runs_beside_the_bare_form(monkeypatch: pytest.MonkeyPatch)
     assert served == [(cli.DashboardOptions(("a",), poll=False, read_only=False, demo=False), 9)]
     assert opened == []
     assert cli.main(["-d", "a"]) == 0 and len(opened) == 1
+
+
+def test_help_version_and_completion_never_import_textual() -> None:
+    """They must stay fast: textual is imported only when the dashboard opens."""
+    probe = (
+        "import sys\n"
+        "from nexus_tui import cli\n"
+        "for words in (['--help'], ['--version']):\n"
+        "    assert cli.main(words) == 0\n"
+        "assert 'textual' not in sys.modules and 'rich' not in sys.modules, sorted(sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    env = {**os.environ, "_NEXUS_TUI_COMPLETE": "bash_complete", "COMP_WORDS": "nexus-tui -", "COMP_CWORD": "1"}
+    completion = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "nexus_tui.cli"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert completion.returncode == 0 and "--poll" in completion.stdout
+    assert " textual" not in completion.stderr and " rich" not in completion.stderr
