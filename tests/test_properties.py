@@ -168,6 +168,25 @@ def damaged_plans(draw: st.DrawFn) -> Any:
     return value
 
 
+# The stored plan's shape (SPEC: the reference's normalized plan).
+NORMALIZED_PLAN_KEYS = ["id", "maxParallel", "config", "tasks"]
+NORMALIZED_TASK_KEYS = [
+    "id",
+    "objective",
+    "dependsOn",
+    "scope",
+    "artifacts",
+    "resources",
+    "checks",
+    "maxAttempts",
+    "idempotent",
+    "deadlineMs",
+    "acceptance",
+    "authorizations",
+]
+NORMALIZED_CHECK_KEYS = ["id", "command", "commandHash", "args", "cwd", "timeoutMs", "resources"]
+
+
 @pytest.fixture(scope="module")
 def plan_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return Project(tmp_path_factory.mktemp("plans") / "project")
@@ -180,9 +199,21 @@ def _validate(project: Project, value: Any) -> None:
         assert error.message.startswith("Nexus: ") or error.message.startswith("Adapter ")
         assert "Traceback" not in error.message
         return
-    # Accepted plans are fully normalized and serialisable the JS way.
-    canonical.compact(normalized)
-    assert [t["id"] for t in normalized["tasks"]]
+    # Accepted: the stored shape exactly (the reference's keys, in its order, never one more),
+    # the input's ids in order, every bound enforced, and a lossless JSON round trip.
+    assert list(normalized) == NORMALIZED_PLAN_KEYS
+    assert normalized["id"] == value["id"]
+    assert 1 <= normalized["maxParallel"] <= 32
+    assert [t["id"] for t in normalized["tasks"]] == [t["id"] for t in value["tasks"]]
+    for task in normalized["tasks"]:
+        expected = NORMALIZED_TASK_KEYS + (["execution"] if "execution" in task else []) + ["resourceHashes"]
+        assert list(task) == expected
+        assert 1 <= task["maxAttempts"] <= 10 and 100 <= task["deadlineMs"] <= 86400000
+        assert task["scope"] and task["artifacts"] and 1 <= len(task["checks"]) <= 30
+        for check in task["checks"]:
+            assert list(check) == NORMALIZED_CHECK_KEYS
+            assert 10 <= check["timeoutMs"] <= 300000
+    assert canonical.parse(canonical.pretty(normalized)) == normalized
 
 
 @given(json_values)
