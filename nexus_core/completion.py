@@ -25,6 +25,7 @@ from click.shell_completion import CompletionItem, shell_complete
 
 from . import cli
 from .errors import NexusError
+from .preconditions import CHECKED_ACTIONS, latest_attempt, plan_of, records, state_allows, verification_status
 from .terminal import terminal_safe
 
 Completer = Callable[[click.Context, str], list[CompletionItem]]
@@ -103,19 +104,20 @@ def _task_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         return []
     if run is None:
         return []
-    tasks = [t for t in _listed(run.get("tasks")) if isinstance(t.get("id"), str) and RUN_ID.match(t["id"])]
+    tasks = [t for t in records(run.get("tasks")) if isinstance(t.get("id"), str) and RUN_ID.match(t["id"])]
     if not tasks:  # a run whose task records are unreadable: the plan may still name them
-        tasks = [{"id": d["id"]} for d in _listed(_plan(run).get("tasks")) if isinstance(d.get("id"), str)]
+        tasks = [{"id": d["id"]} for d in records(plan_of(run).get("tasks")) if isinstance(d.get("id"), str)]
         tasks = [t for t in tasks if RUN_ID.match(t["id"])]
-    accepts = ACCEPTS.get(ctx.info_name or "") if loadable else None
+    action = ctx.info_name or ""
+    checked = loadable and action in CHECKED_ACTIONS
     items = []
     for task in tasks:
         if not task["id"].startswith(incomplete):
             continue
-        valid = accepts is not None and _safely(accepts, run, task)
+        valid = checked and state_allows(action, run, task)
         items.append((not valid, CompletionItem(task["id"], help=_task_state(task))))
     # Valid tasks first, each group in plan order (sorted() is stable).
-    return [item for _, item in sorted(items, key=lambda pair: pair[0])] if accepts else [i for _, i in items]
+    return [item for _, item in sorted(items, key=lambda pair: pair[0])]
 
 
 def _files(_ctx: click.Context, incomplete: str) -> list[CompletionItem]:
@@ -138,191 +140,14 @@ COMPLETERS: dict[str, Completer] = {
 }
 
 
-# ----------------------------------------------------------------- which tasks an action takes
-#
-# The state checks each engine operation makes before anything else (the checks on files,
-# processes and --input are left to the action itself): a task that passes is one the core
-# would accept as far as the run file says. Keep them in step with engine.py and process.py.
-
-
-def _listed(value: object) -> list[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _plan(run: dict[str, Any]) -> dict[str, Any]:
-    plan = run.get("plan")
-    return plan if isinstance(plan, dict) else {}
-
-
-def _definition(run: dict[str, Any], task: Task) -> dict[str, Any]:
-    return next((d for d in _listed(_plan(run).get("tasks")) if d.get("id") == task["id"]), {})
-
-
-def _latest(task: Task) -> dict[str, Any] | None:
-    attempts = _listed(task.get("attempts"))
-    return attempts[-1] if attempts else None
-
-
-def _verification(attempt: dict[str, Any]) -> str | None:
-    verification = attempt.get("verification")
-    return verification.get("status") if isinstance(verification, dict) else None
-
-
-def _cancellation(attempt: dict[str, Any]) -> str | None:
-    cancellation = attempt.get("cancellation")
-    return cancellation.get("status") if isinstance(cancellation, dict) else None
-
-
-def _active(attempt: dict[str, Any]) -> bool:
-    """engine.is_active."""
-    return (
-        attempt.get("execution") in ("running", "blocked", "ambiguous")
-        or _verification(attempt) in ("running", "ambiguous")
-        or _cancellation(attempt) == "requested"
-    )
-
-
-def _dependencies_accepted(run: dict[str, Any], task: Task) -> bool:
-    accepted = {t.get("id") for t in _listed(run.get("tasks")) if t.get("integration") == "accepted"}
-    return all(dep in accepted for dep in _definition(run, task).get("dependsOn") or [])
-
-
-def _may_begin(run: dict[str, Any], task: Task, retry: bool) -> bool:
-    """engine.begin."""
-    definition = _definition(run, task)
-    previous = _latest(task)
-    if task.get("integration") == "accepted":
-        return False
-    if retry:
-        if previous is None or _active(previous):
-            return False
-        if not (previous.get("execution") in ("failed", "cancelled") or _verification(previous) == "failed"):
-            return False
-        reconciliation = previous.get("reconciliation")
-        if not definition.get("idempotent") and not (
-            isinstance(reconciliation, dict) and reconciliation.get("retrySafe") is True
-        ):
-            return False
-    elif previous is not None:
-        return False
-    attempts = _listed(task.get("attempts"))
-    limit = definition.get("maxAttempts")
-    return isinstance(limit, int) and len(attempts) < limit and _dependencies_accepted(run, task)
-
-
-def _start(run: dict[str, Any], task: Task) -> bool:
-    return not _definition(run, task).get("execution") and _may_begin(run, task, retry=False)
-
-
-def _retry(run: dict[str, Any], task: Task) -> bool:
-    return not _definition(run, task).get("execution") and _may_begin(run, task, retry=True)
-
-
-def _launch(run: dict[str, Any], task: Task) -> bool:
-    """process.launch_task: a first launch, or one with ``{"retry": true}``."""
-    return bool(_definition(run, task).get("execution")) and (
-        _may_begin(run, task, retry=False) or _may_begin(run, task, retry=True)
-    )
-
-
-def _record(_run: dict[str, Any], task: Task) -> bool:
-    attempt = _latest(task)
-    backend = attempt.get("backend") if attempt else None
-    return (
-        attempt is not None
-        and isinstance(backend, dict)
-        and backend.get("kind") == "host"
-        and attempt.get("execution") in ("running", "blocked")
-        and _cancellation(attempt) == "none"
-    )
-
-
-def _reconcile(_run: dict[str, Any], task: Task) -> bool:
-    return _latest(task) is not None and task.get("integration") != "accepted"
-
-
-def _cancel(_run: dict[str, Any], task: Task) -> bool:
-    attempt = _latest(task)
-    return attempt is not None and task.get("integration") != "accepted" and _cancellation(attempt) == "none"
-
-
-def _verify(run: dict[str, Any], task: Task) -> bool:
-    attempt = _latest(task)
-    if attempt is None or task.get("integration") == "accepted":
-        return False
-    rounds = attempt.get("verificationRounds")
-    limit = _definition(run, task).get("maxAttempts")
-    return (
-        attempt.get("execution") == "completed"
-        and _cancellation(attempt) != "requested"
-        and _verification(attempt) == "pending"
-        and isinstance(rounds, int)
-        and isinstance(limit, int)
-        and rounds < limit
-    )
-
-
-def _accept(run: dict[str, Any], task: Task) -> bool:
-    """engine.accept_task and the state part of engine.evidence_current."""
-    attempt = _latest(task)
-    return (
-        task.get("integration") != "accepted"
-        and attempt is not None
-        and attempt.get("execution") == "completed"
-        and _verification(attempt) == "passed"
-        and _cancellation(attempt) != "requested"
-        and _dependencies_accepted(run, task)
-    )
-
-
-def _collect(_run: dict[str, Any], task: Task) -> bool:
-    """process.collect_task: an owned, finished, uncollected and unreconciled receipt."""
-    attempt = _latest(task)
-    if attempt is None:
-        return False
-    backend = attempt.get("backend")
-    process = attempt.get("process")
-    return (
-        isinstance(backend, dict)
-        and backend.get("kind") == "process"
-        and isinstance(process, dict)
-        and process.get("status") == "finished"
-        and process.get("receipt") is not None
-        and not process.get("collectedAt")
-        and attempt.get("reconciliation") is None
-        and not attempt.get("reconciliations")
-    )
-
-
-ACCEPTS: dict[str, Callable[[dict[str, Any], Task], bool]] = {
-    "start": _start,
-    "launch": _launch,
-    "collect": _collect,
-    "record": _record,
-    "reconcile": _reconcile,
-    "verify": _verify,
-    "retry": _retry,
-    "cancel": _cancel,
-    "accept": _accept,
-}
-
-
-def _safely(accepts: Callable[[dict[str, Any], Task], bool], run: dict[str, Any], task: Task) -> bool:
-    try:
-        return accepts(run, task)
-    except Exception:  # a shape the core would refuse anyway
-        return False
-
-
 def _task_state(task: Task) -> str:
     """The task's state in the words of ``nexus inspect``'s summary line (zsh and fish show it)."""
-    attempt = _latest(task)
+    attempt = latest_attempt(task)
     if attempt is None:
         state = f"not started; acceptance={task.get('integration')}" if "integration" in task else "not started"
     else:
-        state = (
-            f"{attempt.get('execution')}; verification={_verification(attempt)}; acceptance={task.get('integration')}"
-        )
+        verification = verification_status(attempt)
+        state = f"{attempt.get('execution')}; verification={verification}; acceptance={task.get('integration')}"
     return terminal_safe(state, one_line=True)
 
 
