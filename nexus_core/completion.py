@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 from click.core import ParameterSource
-from click.shell_completion import CompletionItem, shell_complete
+from click.shell_completion import CompletionItem, FishComplete, add_completion_class, shell_complete
 
 from . import cli
 from .errors import NexusError
@@ -251,9 +251,16 @@ class CompletionRoot(click.Group):
         return items + click.Command.shell_complete(self, ctx, incomplete)
 
 
+class OrderedFishComplete(FishComplete):
+    """fish sorts candidates unless told to keep their order: task ids come valid ones first."""
+
+    source_template = FishComplete.source_template.replace("complete --no-files", "complete --keep-order --no-files")
+
+
 def complete(instruction: str) -> int:
     """Answer ``_NEXUS_COMPLETE=<instruction>`` (``bash_source``, ``zsh_complete``, ...); the exit status."""
     try:
+        add_completion_class(OrderedFishComplete, "fish")
         root = CompletionRoot(cli._command())
         return shell_complete(root, {}, "nexus", cli.COMPLETE_VAR, instruction)
     except Exception:  # never a traceback in the operator's shell
