@@ -119,8 +119,24 @@ def _usage_error(message: str) -> NoReturn:
     raise SystemExit(1)
 
 
+COMPLETE_VAR = "_NEXUS_TUI_COMPLETE"  # click's shell completion protocol, as for nexus
+
+
+def complete(instruction: str) -> int:
+    """Answer ``_NEXUS_TUI_COMPLETE=<instruction>``; never a traceback in the operator's shell."""
+    from click.shell_completion import shell_complete
+
+    try:
+        return shell_complete(dashboard, {}, "nexus-tui", COMPLETE_VAR, instruction)
+    except Exception:
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``nexus-tui`` entry point; the exit status."""
+    instruction = os.environ.get(COMPLETE_VAR)
+    if instruction is not None:
+        return complete(instruction)
     try:
         status = dashboard.main(args=argv, prog_name="nexus-tui", standalone_mode=False)
     except click.exceptions.NoSuchOption as error:

@@ -184,3 +184,19 @@ def test_every_separate_command_runs_and_completes_its_own_options(name: str, tm
     assert "--help" in offered and len(offered) > 1, offered
     shown = run_cli(name, "--help", cwd=tmp_path)
     assert shown.returncode == 0 and f"nexus {name}" in shown.stdout, shown.stderr
+
+
+@pytest.mark.parametrize("program", ["nexus_core.cli", "nexus_tui.cli"])
+def test_a_malformed_request_gets_no_traceback(program: str, tmp_path: Path) -> None:
+    variable = "_NEXUS_TUI_COMPLETE" if program == "nexus_tui.cli" else "_NEXUS_COMPLETE"
+    env = {k: v for k, v in os.environ.items() if k not in ("COMP_WORDS", "COMP_CWORD")}
+    for instruction in ("bash_complete", "zsh_complete", "nosuchshell_complete"):
+        done = subprocess.run(
+            [sys.executable, "-m", program],
+            cwd=tmp_path,
+            env={**env, variable: instruction},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", "")
