@@ -118,3 +118,51 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+@dashboard.command(
+    "serve",
+    help="Serve the dashboard to browsers (one dashboard process per browser session), on 127.0.0.1 "
+    "with an access token in the printed URL. Sessions are read-only unless --allow-actions.",
+)
+@click.option(
+    "-d",
+    "--directory",
+    "directories",
+    multiple=True,
+    metavar="DIR",
+    shell_complete=complete_directory,
+    help="Project directory to serve (repeat for several tabs; also accepted before 'serve').",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (non-loopback: warned).")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
+@click.option("--allow-actions", is_flag=True, help="Let browser sessions change state (each action still asks first).")
+@click.option(
+    "--max-sessions",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Browser sessions at once; the next one gets a page saying so.",
+)
+@click.pass_obj
+def serve_command(
+    options: DashboardOptions,
+    directories: tuple[str, ...],
+    host: str,
+    port: int,
+    allow_actions: bool,
+    max_sessions: int,
+) -> int:
+    if allow_actions and options.read_only:
+        _usage_error("--read-only and --allow-actions cannot be used together")
+    from .serve import ServeConfig, serve
+
+    config = ServeConfig(
+        directories=tuple(os.path.abspath(d) for d in (*options.directories, *directories)) or (os.getcwd(),),
+        host=host,
+        port=port,
+        allow_actions=allow_actions,
+        max_sessions=max_sessions,
+        poll=options.poll,
+    )
+    return serve(config)
