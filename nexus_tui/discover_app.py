@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+import anyio.to_thread
 from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
@@ -24,6 +25,7 @@ from .model import ProjectScanner
 from .overview import OverviewPane
 
 REDISCOVER_SECONDS = 2.0
+SPARE_THREADS = 8
 OVERVIEW_TAB = "tab-overview"
 # What keys may do while the overview is shown (the rest act on a project's pane).
 OVERVIEW_ACTIONS = frozenset(
@@ -81,20 +83,31 @@ class DiscoverApp(NexusApp):
 
     # -- layout
     def compose(self) -> ComposeResult:
+        self._overview = OverviewPane(self.root)
+        self._project_panes = [
+            ProjectPane(index, directory, self.label_of(directory)) for index, directory in enumerate(self.directories)
+        ]
         with TabbedContent(id="projects", initial=OVERVIEW_TAB):
             with TabPane("All projects", id=OVERVIEW_TAB):
-                yield OverviewPane(self.root)
-            for index, directory in enumerate(self.directories):
-                label = self.label_of(directory)
-                with TabPane(label, id=f"tab-{index}"):
-                    yield ProjectPane(index, directory, label)
+                yield self._overview
+            for index, pane in enumerate(self._project_panes):
+                with TabPane(pane.label, id=f"tab-{index}"):
+                    yield pane
         yield Footer()
 
     @property
     def overview(self) -> OverviewPane:
-        return self.query_one(OverviewPane)
+        return self._overview
+
+    @property
+    def panes(self) -> list[ProjectPane]:
+        # Kept, not queried: with dozens of projects a DOM query per scan message costs more
+        # than the scan's own update.
+        return self._project_panes
 
     def on_mount(self) -> None:
+        if self.use_watcher:
+            self._room_for_watchers()
         for index, directory in enumerate(self.directories):
             self.overview.add(index, self.label_of(directory))
         self.run_worker(self._discover_loop, thread=True, group="discovery", name="discovery", exit_on_error=False)
@@ -120,18 +133,29 @@ class DiscoverApp(NexusApp):
             if directory not in self._known and self.is_running:
                 await self.add_project(directory)
 
+    def _room_for_watchers(self) -> None:
+        # Each watcher waits for file events in a worker thread (watchfiles runs its blocking
+        # wait through anyio), and anyio lends 40 threads in all: past that, watchers queue
+        # for a thread and a change waits with them. One thread per project, and some spare.
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = max(limiter.total_tokens, len(self.directories) + SPARE_THREADS)
+
     async def add_project(self, directory: str) -> int:
         """A tab, an overview row, a scan and (unless polling) one watcher for a new project."""
         self._known.add(directory)
         index = self._growing.add()
         self._scanners.append(ProjectScanner(directory))
-        self.directories.append(directory)
         label = self.label_of(directory)
         tabs = self.query_one("#projects", TabbedContent)
-        await tabs.add_pane(TabPane(label, ProjectPane(index, directory, label), id=f"tab-{index}"))
+        pane = ProjectPane(index, directory, label)
+        await tabs.add_pane(TabPane(label, pane, id=f"tab-{index}"))
+        # Listed once its pane exists: every list indexed by project then agrees.
+        self._project_panes.append(pane)
+        self.directories.append(directory)
         self.overview.add(index, label)
         self._requests.ask(index, everything=True)
         if self.use_watcher:
+            self._room_for_watchers()
             self._watch_project(index)
         return index
 
@@ -139,9 +163,8 @@ class DiscoverApp(NexusApp):
     def on_project_scanned(self, message: ProjectScanned) -> None:
         if message.partial or not self.following or not self.is_running or message.index >= len(self.directories):
             return
-        overview = self.query(OverviewPane)
-        if overview:  # gone while the app shuts down
-            overview.first().show(message.index, summarize(message.snapshot))
+        if self._overview.is_mounted:
+            self._overview.show(message.index, summarize(message.snapshot))
 
     @on(OverviewPane.Opened)
     def _open_project(self, message: OverviewPane.Opened) -> None:

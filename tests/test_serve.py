@@ -224,6 +224,21 @@ async def test_sessions_are_read_only_unless_allow_actions(demo_project: str) ->
             assert server.stop() == 0
 
 
+async def test_serve_discover_passes_the_root_to_every_session(demo_project: str) -> None:
+    root = str(Path(demo_project).parent)
+    with served("--discover", root, "--discover-depth", "2") as server:
+        async with (
+            aiohttp.ClientSession(cookies=server.cookie) as client,
+            client.ws_connect(server.base + "/ws") as socket,
+        ):
+            [pid] = server.wait_sessions(1)
+            arguments = command_line(pid)
+            assert arguments[arguments.index("--discover") :][:4] == ["--discover", root, "--discover-depth", "2"]
+            assert "-d" not in arguments  # no fallback to the current directory
+            await socket.receive(timeout=DEADLINE_SECONDS)
+        assert server.stop() == 0
+
+
 async def test_max_sessions_gives_the_next_browser_a_page_not_a_process(demo_project: str) -> None:
     with served("-d", demo_project, "--max-sessions", "1") as server:
         async with aiohttp.ClientSession(cookies=server.cookie) as client:
@@ -278,6 +293,8 @@ def test_bad_arguments_are_refused_without_a_traceback(tmp_path: Path) -> None:
         (["serve", "-d", str(tmp_path / "missing")], "Nexus: not a directory"),
         (["--read-only", "serve", "--allow-actions"], "cannot be used together"),
         (["serve", "--max-sessions", "0"], "--max-sessions"),
+        (["serve", "--discover", str(tmp_path / "missing")], "Nexus: not a directory"),
+        (["--discover", str(tmp_path / "missing")], "Nexus: not a directory"),
     ):
         command = [sys.executable, "-m", "nexus_tui", *arguments]
         done = subprocess.run(command, capture_output=True, text=True, timeout=DEADLINE_SECONDS, check=False)
