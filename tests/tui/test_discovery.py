@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,12 @@ def test_urgency_order_puts_unreadable_first_and_quiet_projects_last(tmp_path: P
     assert summaries[0].needs() == []
     labels = {0: "quiet", 1: "demo", 2: "broken"}
     assert order(summaries, labels) == [2, 1, 0]
+
+
+def test_the_logic_imports_no_widget_library() -> None:
+    probe = (
+        "import sys, nexus_tui.discovery\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
