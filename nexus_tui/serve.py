@@ -44,6 +44,7 @@ DEFAULT_MAX_SESSIONS = 4
 # How long a session gets to quit on its own (it is asked first) before its group is killed.
 QUIT_GRACE_SECONDS = 3.0
 KILL_GRACE_SECONDS = 2.0
+STDERR_CHUNK = 64 * 1024
 
 # The only files served under /static/: what our page names, from the textual-serve package.
 STATIC_FILES = {
@@ -171,7 +172,13 @@ class SessionProcess(AppService):
         return process
 
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
-        while line := await stream.readline():
+        while True:
+            try:
+                line = await stream.readline()
+            except ValueError:  # a line longer than the reader's limit: what is buffered
+                line = await stream.read(STDERR_CHUNK)
+            if not line:
+                return
             self._on_stderr(line)
 
     async def shut(self) -> None:
@@ -194,9 +201,9 @@ class SessionProcess(AppService):
                 await self._task
             self._task = None
         if self._stderr_task is not None:
-            self._stderr_task.cancel()
+            # The group is gone, so its stderr ends: read to the end (a crash's last lines).
             with contextlib.suppress(BaseException):
-                await self._stderr_task
+                await asyncio.wait_for(self._stderr_task, KILL_GRACE_SECONDS)
 
 
 def _to_int(value: str, default: int, low: int, high: int) -> int:

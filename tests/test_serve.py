@@ -261,6 +261,19 @@ async def test_max_sessions_gives_the_next_browser_a_page_not_a_process(demo_pro
         assert server.stop() == 0
 
 
+async def test_quitting_the_app_ends_its_session(demo_project: str) -> None:
+    with served("-d", demo_project) as server:
+        async with aiohttp.ClientSession(cookies=server.cookie) as client:
+            socket = await client.ws_connect(server.base + "/ws?width=120&height=40")
+            [pid] = server.wait_sessions(1)
+            await socket.receive(timeout=DEADLINE_SECONDS)
+            await socket.send_json(["stdin", "q"])  # the dashboard's Quit key
+            wait_for(lambda: f"session closed (pid {pid})" in "".join(server.lines), "the session to close")
+            assert not group_alive(pid)
+            await socket.close()
+        assert server.stop() == 0
+
+
 async def test_stopping_the_server_ends_every_session_process(demo_project: str) -> None:
     with served("-d", demo_project) as server:
         async with aiohttp.ClientSession(cookies=server.cookie) as client:
