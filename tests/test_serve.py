@@ -235,7 +235,12 @@ async def test_serve_discover_passes_the_root_to_every_session(demo_project: str
             arguments = command_line(pid)
             assert arguments[arguments.index("--discover") :][:4] == ["--discover", root, "--discover-depth", "2"]
             assert "-d" not in arguments  # no fallback to the current directory
-            await socket.receive(timeout=DEADLINE_SECONDS)
+            received = b""
+            end = time.monotonic() + DEADLINE_SECONDS
+            while b"All projects" not in received and time.monotonic() < end:
+                message = await socket.receive(timeout=DEADLINE_SECONDS)
+                received += message.data if isinstance(message.data, bytes) else b""
+            assert b"All projects" in received  # the session runs the --discover dashboard
         assert server.stop() == 0
 
 
@@ -382,6 +387,35 @@ def _press(driver: object, keys: str) -> None:
 
     terminal = driver.find_element(By.CSS_SELECTOR, ".xterm-helper-textarea")  # type: ignore[attr-defined]
     ActionChains(driver).send_keys_to_element(terminal, keys).perform()  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three projects under one root: the demo, one with a torn run file, one with no run yet."""
+    root = tmp_path_factory.mktemp("machine")
+    build_demo(str(root / "team-a" / "release"))
+    broken = build_demo(str(root / "team-b" / "api")).directory
+    state = Path(broken, ".bmad-plus/nexus/runs/hotfix.json")
+    state.write_bytes(state.read_bytes()[:100])
+    (root / "team-b" / "new" / ".bmad-plus" / "nexus").mkdir(parents=True)
+    return root
+
+
+def test_discover_in_a_real_browser(machine: Path, tmp_path: Path) -> None:
+    driver = _browser_or_skip()
+    try:
+        with served("--discover", str(machine)) as server:
+            driver.get(server.url)  # type: ignore[attr-defined]
+            _wait_screen(driver, "All projects", "team-a/release", "team-b/api", "team-b/new", "1 unreadable")
+            shot = tmp_path / "browser-discover.png"
+            driver.save_screenshot(str(shot))  # type: ignore[attr-defined]
+            if os.environ.get("NEXUS_UPDATE_SCREENSHOTS") == "1":
+                shutil.copyfile(shot, REPO / "screenshots" / "browser-discover.png")
+            [pid] = server.wait_sessions(1)
+            assert server.stop() == 0
+            assert not group_alive(pid)
+    finally:
+        driver.quit()  # type: ignore[attr-defined]
 
 
 def test_in_a_real_browser(demo_project: str, tmp_path: Path) -> None:
