@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Footer, TabbedContent, TabPane
 
+from . import actions
 from .app import NexusApp, ProjectPane, ProjectScanned, ScanRequests, Selection
 from .discovery import DEFAULT_DEPTH, discover_projects, summarize
 from .model import ProjectScanner
@@ -194,7 +195,7 @@ class DiscoverApp(NexusApp):
         return super().selection()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action not in OVERVIEW_ACTIONS and self._on_overview() and _is_registered(action):
+        if action not in OVERVIEW_ACTIONS and self._on_overview() and actions.spec(action) is not None:
             return None
         return super().check_action(action, parameters)
 
@@ -207,9 +208,3 @@ class DiscoverApp(NexusApp):
             self.overview.table.focus()
         else:
             self.panes[int(target.removeprefix("tab-"))].runs.focus()
-
-
-def _is_registered(action: str) -> bool:
-    from . import actions
-
-    return actions.spec(action) is not None
