@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
@@ -51,6 +51,42 @@ def summary_cells(label: str, summary: ProjectSummary | None) -> dict[str, Text]
     }
 
 
+class OverviewTable(DataTable[Any]):
+    """The overview's table; knows whether the operator has chosen a row (keys or mouse)."""
+
+    chosen = False
+
+    def _choose(self) -> None:
+        self.chosen = True
+
+    def action_cursor_up(self) -> None:
+        self._choose()
+        super().action_cursor_up()
+
+    def action_cursor_down(self) -> None:
+        self._choose()
+        super().action_cursor_down()
+
+    def action_page_up(self) -> None:
+        self._choose()
+        super().action_page_up()
+
+    def action_page_down(self) -> None:
+        self._choose()
+        super().action_page_down()
+
+    def action_scroll_top(self) -> None:
+        self._choose()
+        super().action_scroll_top()
+
+    def action_scroll_bottom(self) -> None:
+        self._choose()
+        super().action_scroll_bottom()
+
+    async def _on_click(self, event: events.Click) -> None:
+        self._choose()  # DataTable's own click handler runs after this one and moves the cursor
+
+
 class OverviewPane(Vertical):
     """Every discovered project, one row each, sorted by urgency."""
 
@@ -77,15 +113,15 @@ class OverviewPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), classes="overview-title", id="overview-title")
-        yield DataTable(id="overview-table", cursor_type="row", zebra_stripes=True)
+        yield OverviewTable(id="overview-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             self.table.add_column(label, key=key)
 
     @property
-    def table(self) -> DataTable[Any]:
-        return self.query_one("#overview-table", DataTable)
+    def table(self) -> OverviewTable:
+        return self.query_one("#overview-table", OverviewTable)
 
     def _title(self) -> str:
         count = len(self.labels)
@@ -125,7 +161,9 @@ class OverviewPane(Vertical):
                 table.update_cell(str(changed), key, value)
             self.updates += 1
             return
-        keep = self.highlighted()
+        # Until the operator picks a row, the cursor stays on the most urgent project; after,
+        # on the project picked, wherever the re-sort moves it.
+        keep = self.highlighted() if table.chosen else None
         table.clear()
         for index in wanted:
             cells = summary_cells(self.labels[index], self.summaries.get(index))

@@ -55,6 +55,7 @@ async def test_overview_comes_first_sorted_by_urgency_and_enter_opens_a_project(
         assert "1 dead lock" in cell(table, keys[1], "needs")
         assert cell(table, keys[2], "needs") == "nothing"
         assert cell(table, keys[2], "runs") == "1"
+        assert table.cursor_row == 0  # nobody chose a row yet: the most urgent project
         # Enter on the second row opens the locked project's tab.
         await pilot.press("down", "enter")
         index = app.directories.index(projects["locked"])
@@ -72,6 +73,22 @@ async def test_overview_comes_first_sorted_by_urgency_and_enter_opens_a_project(
         await pilot.press("right_square_bracket")
         await eventually(pilot, lambda: active_tab(app) == "tab-0")
         assert app.focused is app.panes[0].runs
+
+
+async def test_the_row_the_operator_chose_stays_chosen_when_rows_move(tmp_path: Path) -> None:
+    projects = {name: small_project(tmp_path / name) for name in ("a", "b", "c")}
+    app = discover_app(tmp_path, watch=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        await eventually(pilot, lambda: len(app.overview.summaries) == 3)
+        table = app.overview.table
+        assert overview_labels(app) == ["a", "b", "c"]
+        await pilot.press("down", "down")  # the operator picks c
+        assert app.overview.highlighted() == app.directories.index(projects["c"])
+        write_dead_writer_lock(projects["b"], hostname())  # b becomes the most urgent
+        await eventually(pilot, lambda: overview_labels(app) == ["b", "a", "c"])
+        assert app.overview.highlighted() == app.directories.index(projects["c"])
+        assert table.cursor_row == 2
 
 
 async def test_a_project_created_later_gets_a_tab_and_a_row(tmp_path: Path) -> None:
