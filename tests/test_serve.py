@@ -301,9 +301,22 @@ def test_non_loopback_host_warns_what_anyone_can_see(demo_project: str) -> None:
     assert "not on loopback" in warning
     assert "every run, task, attempt" in warning
     assert "ACT on them" not in warning
+    with served("-d", demo_project, "--host", "0.0.0.0", "--allow-actions") as acting:
+        assert acting.stop() == 0
+    assert "ACT on them" in "".join(acting.errors)
     with served("-d", demo_project) as quiet:
         assert quiet.stop() == 0
     assert "warning" not in "".join(quiet.errors)
+
+
+def test_a_port_in_use_is_refused_without_a_traceback(demo_project: str) -> None:
+    with served("-d", demo_project) as server:
+        command = [sys.executable, "-m", "nexus_tui", "serve", "-d", demo_project, "--port", str(server.port)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=DEADLINE_SECONDS, check=False)
+        assert done.returncode == 1
+        assert f"Nexus: cannot listen on 127.0.0.1:{server.port}" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert server.stop() == 0
 
 
 def test_bad_arguments_are_refused_without_a_traceback(tmp_path: Path) -> None:
