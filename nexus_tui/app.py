@@ -661,6 +661,10 @@ class NexusApp(ActionsMixin, App[None]):
             self.set_interval(TICK_SECONDS, self._on_tick)
         if self.rescan_seconds:
             self.set_interval(self.rescan_seconds, self._on_rescan)
+        self.focus_start()
+
+    def focus_start(self) -> None:
+        """Where the focus goes at start (a hook: ``--discover`` starts on its overview)."""
         self.panes[0].runs.focus()
 
     def on_unmount(self) -> None:
@@ -897,6 +901,8 @@ class NexusApp(ActionsMixin, App[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if not event.pane.query(ProjectPane):
+            return  # not a project's tab (the --discover overview)
         pane = self.pane
         if self.focused is None or pane not in self.focused.ancestors:
             pane.runs.focus()
