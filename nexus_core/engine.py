@@ -370,7 +370,6 @@ def begin(root: str, run: Run, task: Task, backend_value: Any, retry: bool) -> A
                 "nodeVersion": None,
                 "platform": node_platform(),
                 "arch": node_arch(),
-                "pythonVersion": platform.python_version(),
             },
             "scopeHashes": scope_snapshot(root, definition["scope"]),
             "artifactHashes": files_snapshot(root, definition["artifacts"], False),
