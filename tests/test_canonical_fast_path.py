@@ -47,3 +47,109 @@ def test_fast_path_equals_compact_of_parse(member: Any, other: Any, ascii_escape
 def test_an_escaped_index_key_needs_the_walk() -> None:
     parsed, needs_walk = canonical.parse_for_hashing('{"b": 1, "\\u0031": 2}')
     assert needs_walk and canonical.compact_parsed(parsed, needs_walk) == '{"1":2,"b":1}'
+
+
+# ----------------------------------------------------------------- the plain (orjson) path
+
+# Mostly plain values (so the orjson path is really taken), with every kind of value it must
+# refuse mixed in: floats of every spelling, integers around 2^53, index-like and digit-leading
+# keys, lone surrogates, control characters, text that looks like numbers after a ':'.
+tricky_text = st.one_of(
+    st.text(max_size=10),
+    st.sampled_from(
+        ["2026-12-01T21:56:51.123Z", "a:1.5,", "x:1e-7]", "[-2.5}", ',"1":', "\ud800", "\udfff", "\x00\x1f\x7f"]
+    ),
+    st.sampled_from(["\u2028\u2029", 'q"uo\\te', "\\", '\\"', "é😀", "0", "42", "01", "1e5"]),
+)
+plain_keys = st.one_of(
+    st.text(max_size=6),
+    st.integers(0, 2**33).map(str),
+    st.sampled_from(["01", "4294967294", "4294967295", "-1", "1.5", "9x", "a", "b", "\ud800", 'q"k']),
+)
+plain_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53) - 3, 2**53 + 3),
+    st.integers(-(2**64), 2**64),
+    st.sampled_from([2**53 - 1, -(2**53 - 1), 2**53, 0, -1]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([2.0, -0.0, 1e-7, 1e21, 1e16, 0.000001, 1.5e-7, 123e20, 5e-324]),
+    tricky_text,
+)
+plain_values = st.recursive(
+    plain_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(plain_keys, inner, max_size=4)),
+    max_leaves=24,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(plain_values)
+def test_plain_path_writes_what_the_general_path_writes(value: Any) -> None:
+    plain = canonical._plain_bytes(value)
+    general = canonical.general_compact(value)
+    if plain is not None:
+        assert plain.decode("utf-8") == general
+    assert canonical.compact(value) == general
+    assert canonical.pretty(value) == canonical.general_pretty(value)
+    if isinstance(value, dict):
+        assert canonical.envelope_texts(value) == canonical.general_envelope_texts(value)
+    assert canonical.copy(value) == canonical.parse(general)
+
+
+def _typed(value: Any) -> Any:
+    """The value with every scalar's type made visible (1 and 1.0 and True compare equal)."""
+    if isinstance(value, dict):
+        return [(k, _typed(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, repr(value))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(plain_values, st.sampled_from(["compact", "pretty", "ascii", "spaced"]))
+def test_plain_parse_is_the_general_parse(value: Any, form: str) -> None:
+    try:
+        if form == "compact":
+            text = canonical.general_compact(value)
+        elif form == "pretty":
+            text = canonical.general_pretty(value)
+        else:
+            text = json.dumps(value, ensure_ascii=form == "ascii", indent=None if form == "ascii" else 3)
+    except ValueError:  # json.dumps refuses nothing here but be explicit about it
+        return
+    raw = text.encode("utf-8", "surrogatepass")
+    plain = canonical.parse_plain(raw)
+    if plain is None:
+        return
+    parsed, whole = plain
+    reference = canonical.parse(raw.decode("utf-8", "replace"))
+    assert _typed(parsed) == _typed(reference)
+    assert whole.decode("utf-8") == canonical.general_compact(reference)
+    assert canonical.compact_plain(parsed) == whole
+    if isinstance(parsed, dict) and parsed:
+        last = list(parsed)[-1]
+        member = canonical.last_member_plain(parsed, whole, last)
+        assert member.decode("utf-8") == canonical.general_compact(reference[last])
+
+
+def test_plain_path_is_taken_for_everyday_state_and_refused_for_the_rest() -> None:
+    everyday = {"id": "r1", "sequence": 3, "at": "2026-12-01T21:56:51.123Z", "map": {"a/1.txt": "ab" * 32}}
+    assert canonical._plain_bytes(everyday) is not None
+    expected = (everyday, canonical.compact(everyday).encode())
+    assert canonical.parse_plain(canonical.pretty(everyday).encode()) == expected
+    for refused in (
+        {"x": 1.5},
+        {"x": 2.0},
+        {"x": [1e-7]},
+        {"x": -0.0},
+        {"x": 2**53},
+        {"x": -(2**53)},
+        {"1": 0},
+        {"b": {"0": 1}},
+        {"x": "\ud800"},
+        {1: "non-str key"},
+    ):
+        assert canonical._plain_bytes(refused) is None, refused
+    for text in (b'{"x":1.0}', b'{"x":9007199254740993}', b'{"7":1}', b'"\\ud800"', b"\xef\xbb\xbf{}", b"[NaN]"):
+        assert canonical.parse_plain(text) is None, text
