@@ -26,10 +26,26 @@ import re
 from json.encoder import encode_basestring as _quote  # the C version when available
 from typing import Any
 
-try:
-    import orjson
-except ImportError:  # pragma: no cover - the general path is complete on its own
-    orjson = None  # type: ignore[assignment]
+# orjson is imported only once state is large enough to pay for it: its import (it pulls in
+# dataclasses, inspect, ast...) costs some 10 ms, more than it saves on a small run.
+_ORJSON_WORTH = 128 << 10
+_orjson: Any = None
+_orjson_tried = False
+
+
+def plain_path(size: int = _ORJSON_WORTH) -> Any:
+    """The orjson module when loaded, or now loaded because ``size`` bytes of JSON are worth it;
+    None while the general path alone is used (or when orjson is not installed)."""
+    global _orjson, _orjson_tried
+    if _orjson is None and not _orjson_tried and size >= _ORJSON_WORTH:
+        _orjson_tried = True
+        try:
+            import orjson
+        except ImportError:  # pragma: no cover - the general path is complete on its own
+            return None
+        _orjson = orjson
+    return _orjson
+
 
 MAX_SAFE_INTEGER = 2**53 - 1
 _INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
@@ -158,10 +174,11 @@ def _plain_bytes(value: Any) -> bytes | None:
     2^53 (raises under OPT_STRICT_INTEGER), a float (any float: ``2.0``, ``1e-7``, ``-0.0``; found
     in the output), an index-like key (found in the output), a non-str key or a foreign type
     (raises), nesting beyond orjson's depth limit (raises)."""
+    orjson = _orjson
     if orjson is None or not isinstance(value, dict | list):
         return None
     try:
-        data = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
+        data: bytes = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return None
     if len(data) > _SHAPE_LIMIT:
@@ -211,6 +228,7 @@ def parse_plain(raw: bytes) -> tuple[Any, bytes] | None:
     Infinity, a raw control character, a number beyond the double range, too deep a nesting.
     Then only integers beyond 2^53 could differ (orjson keeps them exact, JavaScript makes them
     doubles): ``_plain_bytes`` refuses those, and floats, whose parse it so never relies on."""
+    orjson = plain_path(len(raw))
     if orjson is None:
         return None
     try:
@@ -224,6 +242,7 @@ def parse_plain(raw: bytes) -> tuple[Any, bytes] | None:
 def last_member_plain(value: dict[str, Any], data: bytes, key: str) -> bytes:
     """``compact_plain(value[key])`` where ``data`` is ``compact_plain(value)``: cut out of it
     when ``key`` is the last key (a run inside its envelope), so it is not serialised again."""
+    orjson = _orjson
     if orjson is not None and list(value)[-1:] == [key]:
         head = orjson.dumps({k: v for k, v in value.items() if k != key})
         prefix = head[:-1] + (b"," if len(value) > 1 else b"") + orjson.dumps(key) + b":"
@@ -234,9 +253,9 @@ def last_member_plain(value: dict[str, Any], data: bytes, key: str) -> bytes:
 
 def compact_plain(value: Any) -> bytes:
     """``compact(value)`` as UTF-8 for a value ``parse_plain`` returned, or any part of one."""
-    if orjson is None or not isinstance(value, dict | list):
+    if _orjson is None or not isinstance(value, dict | list):
         return compact(value).encode("utf-8")
-    return orjson.dumps(value)
+    return _orjson.dumps(value)  # type: ignore[no-any-return]
 
 
 def compact(value: Any) -> str:
@@ -307,7 +326,7 @@ def pretty(value: Any) -> str:
     """``JSON.stringify(value, null, 2)``."""
     if _plain_bytes(value) is not None:
         # orjson's OPT_INDENT_2 is JSON.stringify's pretty form: 2 spaces, '"key": value', [] and {}.
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode("utf-8")
+        return _orjson.dumps(value, option=_orjson.OPT_INDENT_2).decode("utf-8")  # type: ignore[no-any-return]
     return general_pretty(value)
 
 
@@ -331,7 +350,7 @@ def envelope_bytes(run: Any) -> tuple[bytes, bytes]:
     plain = _plain_bytes(run)
     if plain is not None:
         envelope = {"schemaVersion": 1, "sha256": hashlib.sha256(plain).hexdigest(), "run": run}
-        return plain, orjson.dumps(envelope, option=orjson.OPT_INDENT_2)
+        return plain, _orjson.dumps(envelope, option=_orjson.OPT_INDENT_2)
     payload, text = general_envelope_texts(run)
     return payload.encode("utf-8"), text.encode("utf-8")
 
@@ -423,7 +442,7 @@ def copy(value: Any) -> Any:
     """A JSON deep copy (``JSON.parse(JSON.stringify(v))``): non-finite numbers become null."""
     plain = _plain_bytes(value)
     if plain is not None:
-        return orjson.loads(plain)
+        return _orjson.loads(plain)
     return parse(compact(value))
 
 

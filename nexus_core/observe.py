@@ -73,7 +73,6 @@ def process_observation(attempt: dict[str, Any], now: int, receipt_file: str | N
 def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], now: int) -> dict[str, Any]:
     # Imported here: the inventory (plain ``nexus inspect``) never needs the engine.
     from .engine import definition_of, evidence_current, is_active, latest
-    from .process import receipt_file_status
     from .snapshots import protected_snapshot
 
     definition = definition_of(run, task["id"])
@@ -114,11 +113,11 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
         ):
             receipt = process.get("receipt") or {}
             hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
-    kept_receipt = (
-        receipt_file_status(root, run["id"], attempt)
-        if attempt and attempt["backend"].get("kind") == "process"
-        else None
-    )
+    kept_receipt = None
+    if attempt and attempt["backend"].get("kind") == "process":
+        from .process import receipt_file_status  # only process attempts need the process backend
+
+        kept_receipt = receipt_file_status(root, run["id"], attempt)
     if kept_receipt is not None:
         hint = HINT_RECEIPT_FILE.format(path=kept_receipt)
     if stale_reason is not None:

@@ -6,7 +6,6 @@ import contextlib
 import contextvars
 import hashlib
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Iterator
@@ -168,6 +167,8 @@ def scope_snapshot(root: str, scopes: list[str]) -> dict[str, str | None]:
 def resolve_command(command: object) -> str:
     """``node`` is the node on PATH and ``python`` this interpreter (an extension)."""
     if command == "node":
+        import shutil  # here: it imports bz2 and lzma (start-up time of every command)
+
         found = shutil.which("node")
         if found:
             return os.path.abspath(found)

@@ -1,15 +1,18 @@
-"""The hashing fast path (parse_for_hashing + compact_parsed + compact_with_member) gives
-exactly compact(parse(text)) for any JSON text, including those that need the walk."""
+"""Fast paths give exactly what the general code gives: the hashing fast path
+(parse_for_hashing + compact_parsed + compact_with_member) is compact(parse(text)) for any JSON
+text; the orjson plain path writes and parses what the stdlib path does; stored times parse
+without strptime as strptime parses them."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexus_core import canonical
+from nexus_core import canonical, timeutil
 
 keys = st.one_of(st.text(max_size=6), st.integers(0, 20).map(str), st.sampled_from(["01", "4294967295", "-1"]))
 scalars = st.one_of(
@@ -50,6 +53,9 @@ def test_an_escaped_index_key_needs_the_walk() -> None:
 
 
 # ----------------------------------------------------------------- the plain (orjson) path
+
+# Loaded on demand for large state in the CLI; here always, so every test below compares paths.
+assert canonical.plain_path() is not None, "orjson is a declared dependency"
 
 # Mostly plain values (so the orjson path is really taken), with every kind of value it must
 # refuse mixed in: floats of every spelling, integers around 2^53, index-like and digit-leading
@@ -153,3 +159,20 @@ def test_plain_path_is_taken_for_everyday_state_and_refused_for_the_rest() -> No
         assert canonical._plain_bytes(refused) is None, refused
     for text in (b'{"x":1.0}', b'{"x":9007199254740993}', b'{"7":1}', b'"\\ud800"', b"\xef\xbb\xbf{}", b"[NaN]"):
         assert canonical.parse_plain(text) is None, text
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.integers(-(10**13), 10**14).map(timeutil.iso_from_ms),
+        st.text(alphabet="0123456789-T:.Z+z ", min_size=20, max_size=26),
+        st.sampled_from(["2026-02-30T00:00:00.000Z", "2026-12-01T23:59:60.000Z", "٢٠٢٦-12-01T00:00:00.000Z"]),
+    )
+)
+def test_stored_times_parse_as_strptime_parses_them(text: str) -> None:
+    try:
+        moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        expected: int | None = round(moment.timestamp() * 1000)
+    except ValueError:
+        expected = None
+    assert timeutil.parse_iso_ms(text) == expected
