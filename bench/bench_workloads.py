@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -84,10 +85,29 @@ def hashlib_pass(folder: Path) -> None:
                 hashlib.sha256(handle.read()).hexdigest()
 
 
+CPU: dict[int, float] = {}  # id of a sample list -> CPU seconds (user + system) of the same calls
+
+
 def seconds(action: Callable[[], Any]) -> float:
     started = time.perf_counter()
     action()
     return time.perf_counter() - started
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children: steadier than wall time on a busy
+    machine (waiting for a core is not counted)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(samples: list[float], action: Callable[[], Any]) -> None:
+    """Append the wall time of ``action`` to ``samples`` and its CPU time to CPU[id(samples)]."""
+    cpu = cpu_seconds()
+    samples.append(seconds(action))
+    CPU.setdefault(id(samples), 0.0)
+    CPU[id(samples)] += cpu_seconds() - cpu
 
 
 def run_process(command: list[str], check: bool = True) -> None:
@@ -102,19 +122,24 @@ def cli(root: str, *args: str) -> list[str]:
 
 class Table:
     def __init__(self) -> None:
-        self.rows: list[tuple[str, float, float, str, str]] = []
+        self.rows: list[tuple[str, float, float, str, str, str]] = []
 
     def add(self, name: str, ours: list[float], floor: list[float], target: str, kind: str = "x") -> None:
         ours_ms, floor_ms = statistics.median(ours) * 1000, statistics.median(floor) * 1000
         ratio = f"{ours_ms / floor_ms:.2f}x" if kind == "x" else f"+{ours_ms - floor_ms:.0f} ms"
-        self.rows.append((name, ours_ms, floor_ms, ratio, target))
-        print(f"  {name}: {ours_ms:.1f} ms against {floor_ms:.1f} ms -> {ratio} (target {target})", flush=True)
+        cpu = ""
+        if id(ours) in CPU and id(floor) in CPU:
+            # Mean CPU per call (the floor list may hold more calls than ours).
+            ours_cpu, floor_cpu = CPU[id(ours)] / len(ours) * 1000, CPU[id(floor)] / len(floor) * 1000
+            cpu = f"{ours_cpu / floor_cpu:.2f}x" if kind == "x" else f"+{ours_cpu - floor_cpu:.0f} ms"
+        self.rows.append((name, ours_ms, floor_ms, ratio, cpu, target))
+        print(f"  {name}: {ours_ms:.1f} ms against {floor_ms:.1f} ms -> {ratio}, CPU {cpu} ({target})", flush=True)
 
     def print(self) -> None:
-        print("\n| workload | ours ms | floor ms | ratio | target |")
-        print("|---|---:|---:|---:|---|")
-        for name, ours, floor, ratio, target in self.rows:
-            print(f"| {name} | {ours:.1f} | {floor:.1f} | {ratio} | {target} |")
+        print("\n| workload | ours ms | floor ms | wall ratio | CPU ratio | target |")
+        print("|---|---:|---:|---:|---:|---|")
+        for name, ours, floor, ratio, cpu, target in self.rows:
+            print(f"| {name} | {ours:.1f} | {floor:.1f} | {ratio} | {cpu} | {target} |")
 
 
 def restore(path: Path, data: bytes) -> None:
@@ -139,14 +164,14 @@ def bench_inspect_small(base: Path, repeat: int, table: Table) -> None:
         drive(root, "small", f"t{index}", accept=True)
     ours, floor = [], []
     for _ in range(repeat):
-        floor.append(seconds(lambda: run_process(FLOOR)))
-        ours.append(seconds(lambda: run_process(cli(root, "inspect", "small"))))
+        timed(floor, lambda: run_process(FLOOR))
+        timed(ours, lambda: run_process(cli(root, "inspect", "small")))
     table.add("`inspect RUN --json`, 5 accepted tasks", ours, floor, "floor + 25 ms", kind="+")
     run_process(cli(root, "inspect"))
     ours, floor = [], []
     for _ in range(repeat):
-        floor.append(seconds(lambda: run_process(FLOOR)))
-        ours.append(seconds(lambda: run_process(cli(root, "inspect"))))
+        timed(floor, lambda: run_process(FLOOR))
+        timed(ours, lambda: run_process(cli(root, "inspect")))
     table.add("`inspect --json` (inventory, start-up)", ours, floor, "(context)", kind="+")
 
 
@@ -204,17 +229,17 @@ def bench_mutations(base: Path, repeat: int, table: Table) -> None:
     floor: list[float] = []
     for _ in range(repeat):
         restore(state, pristine)
-        floor.append(seconds(lambda: run_process(FLOOR)))
-        times["start"].append(seconds(lambda: run_process(cli(root, "start", "big", last, "--input", str(identity)))))
+        timed(floor, lambda: run_process(FLOOR))
+        timed(times["start"], lambda: run_process(cli(root, "start", "big", last, "--input", str(identity))))
         attempt = json.loads(state.read_text())["run"]["tasks"][-1]["attempts"][-1]["id"]
         bound = {"attemptId": attempt, "backend": HOST}
         observation.write_text(json.dumps({**bound, "outcome": "completed", "summary": "ok"}))
-        floor.append(seconds(lambda: run_process(FLOOR)))
-        times["record"].append(seconds(lambda: run_process(cli(root, "record", "big", last, "--input", recorded))))
-        floor.append(seconds(lambda: run_process(FLOOR)))
-        times["verify"].append(seconds(lambda: run_process(cli(root, "verify", "big", last))))
-        floor.append(seconds(lambda: run_process(FLOOR)))
-        times["accept"].append(seconds(lambda: run_process(cli(root, "accept", "big", last))))
+        timed(floor, lambda: run_process(FLOOR))
+        timed(times["record"], lambda: run_process(cli(root, "record", "big", last, "--input", recorded)))
+        timed(floor, lambda: run_process(FLOOR))
+        timed(times["verify"], lambda: run_process(cli(root, "verify", "big", last)))
+        timed(floor, lambda: run_process(FLOOR))
+        timed(times["accept"], lambda: run_process(cli(root, "accept", "big", last)))
     size = f"{len(pristine) / (1 << 20):.1f} MiB"
     for action in ("start", "record", "accept"):
         table.add(f"`{action}`, 200-task run ({size})", times[action], floor, "under 3x")
@@ -234,10 +259,10 @@ def bench_scope(base: Path, repeat: int, table: Table, count: int, size: int, la
     floor, accept, inspect = [], [], []
     for _ in range(repeat):
         restore(state, verified)
-        floor.append(seconds(lambda: hashlib_pass(root_path / "data")))
-        inspect.append(seconds(lambda: run_process(cli(root, "inspect", "scope"))))
-        floor.append(seconds(lambda: hashlib_pass(root_path / "data")))
-        accept.append(seconds(lambda: run_process(cli(root, "accept", "scope", "t0"))))
+        timed(floor, lambda: hashlib_pass(root_path / "data"))
+        timed(inspect, lambda: run_process(cli(root, "inspect", "scope")))
+        timed(floor, lambda: hashlib_pass(root_path / "data"))
+        timed(accept, lambda: run_process(cli(root, "accept", "scope", "t0")))
     table.add(f"`accept`, {label} scope", accept, floor, target)
     table.add(f"`inspect RUN --json`, {label} scope", inspect, floor, target)
     shutil.rmtree(root_path)
@@ -268,7 +293,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     choices = ["inspect", "mutation", "small-scope", "large-scope", "state"]
     parser.add_argument("--only", nargs="+", choices=choices, default=choices)
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="do not byte-compile nexus_core first (see PYTHONDONTWRITEBYTECODE)"
+    )
     options = parser.parse_args()
+    if not options.no_bytecode:
+        # An installed package has its bytecode (pip compiles it); an editable checkout under
+        # PYTHONDONTWRITEBYTECODE=1 would recompile every module on every call.
+        import compileall
+
+        import nexus_core
+
+        compileall.compile_dir(os.path.dirname(nexus_core.__file__), quiet=1)
+    bytecode = "no" if options.no_bytecode else "yes"
+    print(f"bytecode cache: {bytecode}; PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')}")
     load = os.getloadavg()[0]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {load:.1f}, medians of {options.repeat}")
     base = Path(tempfile.mkdtemp(prefix="nexus-bench-"))

@@ -181,6 +181,11 @@ def _plain_bytes(value: Any) -> bytes | None:
         data: bytes = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return None
+    if data in _CHECKED:
+        # Being plain is a property of the text (a float or an index-like key shows in it), so
+        # a text already found plain needs no second look: a save, then printing the run saved,
+        # or the next load of what this process just wrote.
+        return data
     if len(data) > _SHAPE_LIMIT:
         # A large state is mostly a few big hash maps: walking its containers costs less than
         # scanning its text, which file names such as "file-1.bin" fill with false alarms.
@@ -190,10 +195,21 @@ def _plain_bytes(value: Any) -> bytes | None:
         return None
     if (b'{"":' in shape or b',"":' in shape) and _EXACT_INDEX_KEY.search(data):
         return None
+    remember_plain(data)
     return data
 
 
 _SHAPE_LIMIT = 4 << 20
+_CHECKED: list[bytes] = []  # the last few plain texts (small ones: each is kept in memory)
+
+
+def remember_plain(data: bytes) -> None:
+    """Note a compact text known plain (found so, or built from plain parts only)."""
+    if len(data) <= _SHAPE_LIMIT and data not in _CHECKED:
+        _CHECKED.append(data)
+        del _CHECKED[:-4]
+
+
 _LEAVES = {str, bool, type(None), int}
 
 
@@ -349,7 +365,10 @@ def envelope_bytes(run: Any) -> tuple[bytes, bytes]:
     """``envelope_texts`` as UTF-8 (what a save writes), without a round trip through str."""
     plain = _plain_bytes(run)
     if plain is not None:
-        envelope = {"schemaVersion": 1, "sha256": hashlib.sha256(plain).hexdigest(), "run": run}
+        digest = hashlib.sha256(plain).hexdigest()
+        # The compact envelope, as the next load of this file checks it: plain parts only.
+        remember_plain(b'{"schemaVersion":1,"sha256":"' + digest.encode() + b'","run":' + plain + b"}")
+        envelope = {"schemaVersion": 1, "sha256": digest, "run": run}
         return plain, _orjson.dumps(envelope, option=_orjson.OPT_INDENT_2)
     payload, text = general_envelope_texts(run)
     return payload.encode("utf-8"), text.encode("utf-8")
