@@ -21,6 +21,7 @@ from .locks import (
     WRITER_BUSY,
     WRITER_LOCK,
     lock_snapshot,
+    owner_state,
     release_writer,
     try_acquire_writer,
     writer_lock,
@@ -177,13 +178,7 @@ def _owner_is_dead(root: str) -> bool:
         snapshot = lock_snapshot(root, WRITER_LOCK)
     except (NexusError, OSError):
         return False
-    owner = snapshot.get("owner") if snapshot else None
-    if not isinstance(owner, dict) or owner.get("hostname") != hostname():
-        return False
-    owner_pid = owner.get("pid")
-    if isinstance(owner_pid, bool) or not isinstance(owner_pid, int) or owner_pid <= 0 or owner_pid == pid():
-        return False
-    return not pid_alive(owner_pid)
+    return snapshot is not None and owner_state(snapshot.get("owner")) == "exited"
 
 
 def _acquire_patiently(root: str, seconds: float) -> str:

@@ -68,7 +68,7 @@ def atomic_write(root: str, file: str, text: str | bytes) -> None:
     make_dirs(os.path.dirname(target))
     import uuid  # here, not at the top: a read-only inspect never writes (start-up time)
 
-    temp_rel = f"{file}.{uuid.uuid4()}{TEMP_SUFFIX}"
+    temp_rel = temp_name(file, str(uuid.uuid4()))
     temp = safe_target(root, temp_rel)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
@@ -88,6 +88,16 @@ def atomic_write(root: str, file: str, text: str | bytes) -> None:
             os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+
+
+def temp_name(file: str, token: str) -> str:
+    """The temporary file of an atomic write of ``file``. Run state keeps the reference's name
+    (SPEC 1.1; only writer.lock holders write it, so any left over is a dead writer's). Files
+    written under another lock or none (lock-recovery receipts, kept process receipts) carry
+    the writer's pid, so the next lock holder can tell a dead writer's leftover from a live one."""
+    if file.startswith(RUNS + "/"):
+        return f"{file}.{token}{TEMP_SUFFIX}"
+    return f"{file}.{os.getpid()}.{token}{TEMP_SUFFIX}"
 
 
 def _fsync_dir(path: str) -> None:
@@ -311,19 +321,69 @@ def _dead_lock_temps(root: str) -> list[str]:
     return dead
 
 
+# An atomic write's temporary outside runs/: "<file>.<pid>.<uuid>.tmp" (see temp_name).
+OWNED_TEMP = re.compile(r".+\.json\.([0-9]{1,10})\.[0-9a-f-]{36}\.tmp\Z")
+LOCK_RECOVERY_DIR = BASE + "/lock-recovery"
+RECEIPTS_DIR = BASE + "/receipts"
+
+
+def _directory_entries(root: str, rel: str) -> tuple[int, list[str]] | None:
+    """(descriptor, names) of a real directory under the project, never through a symlink."""
+    try:
+        fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return fd, os.listdir(fd)
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def _dead_owned_temps(root: str, rel: str, depth: int) -> list[str]:
+    """Temporaries of dead writers in ``rel`` (and, with depth 1, its subdirectories)."""
+    entries = _directory_entries(root, rel)
+    if entries is None:
+        return []
+    from .hostinfo import pid_alive
+
+    fd, names = entries
+    found: list[str] = []
+    try:
+        for name in names:
+            match = OWNED_TEMP.match(name)
+            if match and not pid_alive(int(match.group(1))):
+                found.append(f"{rel}/{name}")
+            elif depth and not name.endswith(TEMP_SUFFIX):
+                found += _dead_owned_temps(root, f"{rel}/{name}", depth - 1)
+    finally:
+        os.close(fd)
+    return found
+
+
 def list_temp_files(root: str) -> list[str]:
-    """Temporary files left by killed writers: run-state temporaries and dead lock temporaries."""
+    """Temporary files left by killed writers: run-state temporaries, dead lock temporaries, and
+    dead writers' temporaries of lock-recovery receipts and kept process receipts."""
     try:
         names = os.listdir(os.path.join(root, RUNS))
     except (FileNotFoundError, NotADirectoryError):
         names = []
     runs = [f"{RUNS}/{n}" for n in names if n.endswith(TEMP_SUFFIX) and ".json." in n]
-    return sorted(runs + _dead_lock_temps(root))
+    owned = _dead_owned_temps(root, LOCK_RECOVERY_DIR, 0) + _dead_owned_temps(root, RECEIPTS_DIR, 1)
+    return sorted(runs + _dead_lock_temps(root) + owned)
 
 
 def remove_dead_temp_files(root: str) -> None:
     """Called only while holding writer.lock: any run-state temporary then belongs to a dead
-    writer (state is written only under that lock); lock temporaries only when their pid died."""
+    writer (state is written only under that lock); the others only when their pid died."""
     for rel in list_temp_files(root):
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(root, rel))
+        folder, name = rel.rsplit("/", 1)
+        entries = _directory_entries(root, folder)  # the unlink never goes through a symlink
+        if entries is None:
+            continue
+        fd, _ = entries
+        try:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
