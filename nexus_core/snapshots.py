@@ -13,7 +13,7 @@ from typing import Any
 
 from . import canonical
 from .errors import fail
-from .paths import directory_at, relative, safe_target
+from .paths import directory_at, portable_child, relative, safe_target
 
 FILE_LIMIT = 16 * 1024 * 1024
 SCOPE_FILE_LIMIT = 10000
@@ -89,13 +89,17 @@ def file_hash(root: str, file: str, required: bool, trusted_dir: str | None = No
 def _digest_fd(fd: int, size: int) -> str:
     """sha256 of an open file: one read for a small file (no per-file 256 KiB buffer as
     ``hashlib.file_digest`` allocates), 1 MiB chunks otherwise."""
-    digest = hashlib.sha256()
     if size < _CHUNK:
-        chunk = os.read(fd, _CHUNK)
+        chunk = os.read(fd, size + 1)
+        if len(chunk) <= size:
+            # A regular file gives a short read only at its end: this is the whole file.
+            return hashlib.sha256(chunk).hexdigest()
+        digest = hashlib.sha256()
         while chunk:
             digest.update(chunk)
             chunk = os.read(fd, _CHUNK)
         return digest.hexdigest()
+    digest = hashlib.sha256()
     buffer = bytearray(_CHUNK)
     view = memoryview(buffer)
     while True:
@@ -123,7 +127,6 @@ def scope_files(root: str, scopes: list[str]) -> list[tuple[str, str | None]]:
     walked = 0
 
     def walk(rel: str) -> None:
-        nonlocal walked
         relative(rel)
         absolute = os.path.join(root, rel)
         try:
@@ -135,15 +138,38 @@ def scope_files(root: str, scopes: list[str]) -> list[tuple[str, str | None]]:
             raise fail(f"Scope contains a symlink or junction: {rel}")
         if stat.S_ISDIR(mode):
             directory_at(root, rel)
-            for name in canonical.js_sorted(os.listdir(absolute)):
-                walk(rel + "/" + name)
+            children(rel, absolute)
         elif stat.S_ISREG(mode):
-            found.append((rel, os.path.dirname(absolute)))
-            walked += 1
-            if walked > SCOPE_FILE_LIMIT:
-                raise fail("Scope exceeds the 10000 file snapshot limit.")
+            add(rel, os.path.dirname(absolute))
         else:
             raise fail(f"Scope contains a non-regular file: {rel}")
+
+    def add(rel: str, directory: str) -> None:
+        nonlocal walked
+        found.append((rel, directory))
+        walked += 1
+        if walked > SCOPE_FILE_LIMIT:
+            raise fail("Scope exceeds the 10000 file snapshot limit.")
+
+    def children(rel: str, absolute: str) -> None:
+        # The directory's entries with their types (no lstat per file where the file system
+        # reports types); names sorted as the reference sorts them.
+        with os.scandir(absolute) as listing:
+            entries = {entry.name: entry for entry in listing}
+        for name in canonical.js_sorted(entries):
+            child = rel + "/" + name
+            entry = entries[name]
+            if not portable_child(name, child):
+                relative(child)
+            if entry.is_symlink():
+                raise fail(f"Scope contains a symlink or junction: {child}")
+            if entry.is_dir(follow_symlinks=False):
+                directory_at(root, child)
+                children(child, entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                add(child, absolute)
+            else:
+                raise fail(f"Scope contains a non-regular file: {child}")
 
     for scope in scopes:
         if _is_regular_file(root, scope):
@@ -161,7 +187,30 @@ def scope_snapshot(root: str, scopes: list[str]) -> dict[str, str | None]:
     for rel, directory in entries:
         trusted.setdefault(rel, directory)
     ordered = canonical.js_sorted(trusted)
-    return {rel: file_hash(root, rel, True, trusted[rel]) for rel in ordered}
+    return {rel: _walked_file_hash(root, rel, trusted[rel]) for rel in ordered}
+
+
+def _walked_file_hash(root: str, rel: str, directory: str | None) -> str | None:
+    """``file_hash(root, rel, True, directory)`` for a file the scope walk has just validated
+    (its path accepted by ``relative``, every directory above it lstat'ed): the open refuses a
+    symlink put in its place since (O_NOFOLLOW), the fstat anything but a regular file."""
+    if directory is None or _observed.get() is not None:
+        return file_hash(root, rel, True, directory)
+    try:
+        fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise fail(f"Required file is missing: {rel}") from None
+    except OSError:
+        return file_hash(root, rel, True, directory)  # whatever it is now, the full checks say so
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise fail(f"Adapter target is not a regular file: {os.path.join(root, rel)}")
+        if info.st_size > FILE_LIMIT:
+            raise fail(f"File exceeds the 16 MiB snapshot limit: {rel}")
+        return _digest_fd(fd, info.st_size)
+    finally:
+        os.close(fd)
 
 
 def resolve_command(command: object) -> str:

@@ -176,3 +176,26 @@ def test_stored_times_parse_as_strptime_parses_them(text: str) -> None:
     except ValueError:
         expected = None
     assert timeutil.parse_iso_ms(text) == expected
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.sampled_from(["work", "out/a", "é/x", "😀" * 240, "a" * 495]),
+    st.one_of(
+        st.text(max_size=8),
+        st.sampled_from([".", "..", "...", "a.", "a ", "nul", "COM1.txt", "lpt9", "console", "com0", "a:b", "x\x7f"]),
+        st.text(alphabet='abc.:<>"|?*\\/ \x00\x1f\x7fé', max_size=6),
+    ),
+)
+def test_a_walked_entry_is_judged_as_relative_judges_it(parent: str, name: str) -> None:
+    from nexus_core import paths
+    from nexus_core.errors import NexusError
+
+    child = f"{parent}/{name}"
+    try:
+        paths.relative(child)
+        accepted = True
+    except NexusError:
+        accepted = False
+    if paths.portable_child(name, child):
+        assert accepted, child
