@@ -186,26 +186,32 @@ def _plain_bytes(value: Any) -> bytes | None:
         # a text already found plain needs no second look: a save, then printing the run saved,
         # or the next load of what this process just wrote.
         return data
-    if len(data) > _SHAPE_LIMIT:
-        # A large state is mostly a few big hash maps: walking its containers costs less than
-        # scanning its text, which file names such as "file-1.bin" fill with false alarms.
+    if (data.count(b"{") + data.count(b"[")) * _BYTES_PER_CONTAINER < len(data):
+        # Mostly big hash maps (a large scope's snapshots): walking the few containers costs
+        # less than scanning the text, which file names such as "f-1.bin" fill with false alarms.
         return data if _tree_is_plain(value) else None
-    shape = data.translate(None, _DIGITS)
-    if _FRACTION.search(shape) or _NEGATIVE_EXPONENT.search(shape) or _POSITIVE_EXPONENT.search(shape):
-        return None
-    if (b'{"":' in shape or b',"":' in shape) and _EXACT_INDEX_KEY.search(data):
+    if not _text_is_plain(data):
         return None
     remember_plain(data)
     return data
 
 
-_SHAPE_LIMIT = 4 << 20
-_CHECKED: list[bytes] = []  # the last few plain texts (small ones: each is kept in memory)
+def _text_is_plain(data: bytes) -> bool:
+    """No float and no index-like key in orjson's compact output ``data`` (false alarms only)."""
+    shape = data.translate(None, _DIGITS)
+    if _FRACTION.search(shape) or _NEGATIVE_EXPONENT.search(shape) or _POSITIVE_EXPONENT.search(shape):
+        return False
+    return not ((b'{"":' in shape or b',"":' in shape) and _EXACT_INDEX_KEY.search(data))
+
+
+_BYTES_PER_CONTAINER = 300  # which of the two checks is cheaper (either is a proof)
+_MEMO_LIMIT = 4 << 20
+_CHECKED: list[bytes] = []  # the last few plain texts (not too large: each is kept in memory)
 
 
 def remember_plain(data: bytes) -> None:
     """Note a compact text known plain (found so, or built from plain parts only)."""
-    if len(data) <= _SHAPE_LIMIT and data not in _CHECKED:
+    if len(data) <= _MEMO_LIMIT and data not in _CHECKED:
         _CHECKED.append(data)
         del _CHECKED[:-4]
 

@@ -199,3 +199,22 @@ def test_a_walked_entry_is_judged_as_relative_judges_it(parent: str, name: str) 
         accepted = False
     if paths.portable_child(name, child):
         assert accepted, child
+
+
+@settings(max_examples=1500, deadline=None)
+@given(plain_values)
+def test_both_plainness_checks_are_proofs(value: Any) -> None:
+    """The text check and the container walk (whichever is cheaper runs) each accept only
+    values the plain path writes exactly."""
+    orjson = canonical.plain_path()
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
+    except TypeError:
+        return
+    if not isinstance(value, dict | list):
+        return
+    exact = data.decode("utf-8") == canonical.general_compact(value)
+    if canonical._text_is_plain(data):
+        assert exact and canonical._tree_is_plain(value)
+    if canonical._tree_is_plain(value):
+        assert exact
