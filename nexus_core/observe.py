@@ -117,7 +117,7 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
     if attempt and attempt["backend"].get("kind") == "process":
         from .process import receipt_file_status  # only process attempts need the process backend
 
-        kept_receipt = receipt_file_status(root, run["id"], attempt)
+        kept_receipt = receipt_file_status(root, run["id"], attempt, run["planHash"])
     if kept_receipt is not None:
         hint = HINT_RECEIPT_FILE.format(path=kept_receipt)
     if stale_reason is not None:

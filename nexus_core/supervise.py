@@ -33,6 +33,7 @@ from .observe import HEARTBEAT_STALE_MS, inspect_loaded
 from .paths import root_of
 from .snapshots import observational_hashes
 from .store import BASE, parse_run, read_state_bytes, run_path
+from .terminal import terminal_safe
 from .timeutil import iso_from_ms, now_ms, parse_iso_ms
 
 View = dict[str, Any]
@@ -1029,7 +1030,7 @@ def run_loop(
     next_at = clock()
 
     def say(text: str) -> None:
-        emit(f"[{iso_from_ms(now_ms())}] {text}\n")
+        emit(f"[{iso_from_ms(now_ms())}] {terminal_safe(text, one_line=True)}\n")
 
     while True:
         if stop.requests:
@@ -1116,7 +1117,7 @@ def _err(text: str) -> None:
 def _fail(message: str, as_json: bool) -> NoReturn:
     if as_json:
         _out(canonical.compact({"schemaVersion": 1, "status": "error", "error": message}) + "\n")
-    _err(f"Nexus: {message}\n")
+    _err(f"Nexus: {terminal_safe(message, one_line=True)}\n")
     raise SystemExit(EXIT_ERROR)
 
 
@@ -1218,9 +1219,9 @@ def wait_command(
     if as_json:
         _out(canonical.compact(summary_object(run, task_id, result)) + "\n")
     if result.code == EXIT_ERROR:
-        _err(f"Nexus: {result.message}\n")
+        _err(f"Nexus: {terminal_safe(result.message, one_line=True)}\n")
     else:
-        _err(f"nexus wait: {result.message} [exit {result.code}]\n")
+        _err(f"nexus wait: {terminal_safe(result.message, one_line=True)} [exit {result.code}]\n")
     raise SystemExit(result.code)
 
 
@@ -1245,7 +1246,7 @@ def loop_command(run: str, interval: str, verify: bool, directory: str) -> None:
 
     previous = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     _out(
-        f"nexus loop: run {run} every {interval}{' with --verify' if verify else ''}; "
+        f"nexus loop: run {terminal_safe(run, one_line=True)} every {interval}{' with --verify' if verify else ''}; "
         "it lives in this process only. Ctrl+C stops it.\n"
     )
     try:
@@ -1263,7 +1264,7 @@ def loop_command(run: str, interval: str, verify: bool, directory: str) -> None:
 
 
 def _usage_error(message: str) -> NoReturn:
-    _err(f"error: {message}\n")
+    _err(f"error: {terminal_safe(message, one_line=True)}\n")
     raise SystemExit(EXIT_ERROR)
 
 
