@@ -8,8 +8,12 @@ agreement with JavaScript is the contract (SPEC 2.2):
 * lone UTF-16 surrogates are written as ``\\udxxx`` escapes, everything else non-ASCII raw;
 * inputs are parsed as doubles (integers beyond 2^53 lose precision), NaN/Infinity refused.
 
-The fast path hands a normalised copy to the C encoder of :mod:`json`; the rare values the C
-encoder cannot spell (exponent floats, huge integral floats) go through a placeholder.
+Two paths give these bytes. The plain path uses orjson, for values it provably spells exactly
+as ``JSON.stringify`` does: no float, no integer beyond 2^53, no key that may be index-like,
+no lone surrogate (see ``_plain_bytes``; everyday run state is all of these). Everything else
+takes the general path: a normalised copy handed to the C encoder of :mod:`json`, the rare
+values it cannot spell (exponent floats, huge integral floats) through a placeholder. Property
+tests prove the two paths give the same bytes (tests/test_canonical_fast_path.py).
 """
 
 from __future__ import annotations
@@ -21,6 +25,27 @@ import os
 import re
 from json.encoder import encode_basestring as _quote  # the C version when available
 from typing import Any
+
+# orjson is imported only once state is large enough to pay for it: its import (it pulls in
+# dataclasses, inspect, ast...) costs some 10 ms, more than it saves on a small run.
+_ORJSON_WORTH = 128 << 10
+_orjson: Any = None
+_orjson_tried = False
+
+
+def plain_path(size: int = _ORJSON_WORTH) -> Any:
+    """The orjson module when loaded, or now loaded because ``size`` bytes of JSON are worth it;
+    None while the general path alone is used (or when orjson is not installed)."""
+    global _orjson, _orjson_tried
+    if _orjson is None and not _orjson_tried and size >= _ORJSON_WORTH:
+        _orjson_tried = True
+        try:
+            import orjson
+        except ImportError:  # pragma: no cover - the general path is complete on its own
+            return None
+        _orjson = orjson
+    return _orjson
+
 
 MAX_SAFE_INTEGER = 2**53 - 1
 _INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
@@ -127,8 +152,144 @@ class _Normaliser:
         return text
 
 
+# Checks on orjson's compact output with every digit deleted. A float keeps its fraction point
+# ("1.5" -> ".") or its exponent ("1e-7" -> "e-") right after the character that opens a value;
+# an all-digit key ("42", the only kind that can be index-like) becomes an empty key. Inside a
+# string, where every quote is escaped, these can only raise a false alarm (the general path
+# then runs), never hide a number or a key.
+_FRACTION = re.compile(rb"\.(?<=[:\[,-]\.)[,}\]e]")
+_NEGATIVE_EXPONENT = re.compile(rb"e-(?<=[:\[,-]e-)")
+_POSITIVE_EXPONENT = re.compile(rb"e\+(?<=[:\[,-]e\+)")
+_EXACT_INDEX_KEY = re.compile(rb'[{,]"(?:0|[1-9][0-9]{0,9})":')
+_DIGITS = b"0123456789"
+
+
+def _plain_bytes(value: Any) -> bytes | None:
+    """``compact(value)`` as UTF-8, through orjson, when orjson provably writes what
+    ``JSON.stringify`` writes; else None (the caller takes the general path).
+
+    orjson writes strings exactly as the json module does with ``ensure_ascii=False`` (same
+    escapes, lowercase hex, U+2028/DEL raw) and keeps dict insertion order. It differs from
+    JavaScript only on what is refused here: a lone surrogate (orjson raises), an integer beyond
+    2^53 (raises under OPT_STRICT_INTEGER), a float (any float: ``2.0``, ``1e-7``, ``-0.0``; found
+    in the output), an index-like key (found in the output), a non-str key or a foreign type
+    (raises), nesting beyond orjson's depth limit (raises)."""
+    orjson = _orjson
+    if orjson is None or not isinstance(value, dict | list):
+        return None
+    try:
+        data: bytes = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
+    if data in _CHECKED:
+        # Being plain is a property of the text (a float or an index-like key shows in it), so
+        # a text already found plain needs no second look: a save, then printing the run saved,
+        # or the next load of what this process just wrote.
+        return data
+    if (data.count(b"{") + data.count(b"[")) * _BYTES_PER_CONTAINER < len(data):
+        # Mostly big hash maps (a large scope's snapshots): walking the few containers costs
+        # less than scanning the text, which file names such as "f-1.bin" fill with false alarms.
+        return data if _tree_is_plain(value) else None
+    if not _text_is_plain(data):
+        return None
+    remember_plain(data)
+    return data
+
+
+def _text_is_plain(data: bytes) -> bool:
+    """No float and no index-like key in orjson's compact output ``data`` (false alarms only)."""
+    shape = data.translate(None, _DIGITS)
+    if _FRACTION.search(shape) or _NEGATIVE_EXPONENT.search(shape) or _POSITIVE_EXPONENT.search(shape):
+        return False
+    return not ((b'{"":' in shape or b',"":' in shape) and _EXACT_INDEX_KEY.search(data))
+
+
+_BYTES_PER_CONTAINER = 300  # which of the two checks is cheaper (either is a proof)
+_MEMO_LIMIT = 4 << 20
+_CHECKED: list[bytes] = []  # the last few plain texts (not too large: each is kept in memory)
+
+
+def remember_plain(data: bytes) -> None:
+    """Note a compact text known plain (found so, or built from plain parts only)."""
+    if len(data) <= _MEMO_LIMIT and data not in _CHECKED:
+        _CHECKED.append(data)
+        del _CHECKED[:-4]
+
+
+_LEAVES = {str, bool, type(None), int}
+
+
+def _tree_is_plain(value: Any) -> bool:
+    """No float and no index-like key anywhere in a value orjson accepted (which already
+    refused lone surrogates, integers beyond 2^53 and non-str keys)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            # Only a key starting with a digit can be index-like; min() finds one at C speed.
+            if node and min(node) < ":" and any(is_index_key(key) for key in node):
+                return False
+            items: Any = node.values()
+        else:
+            items = node
+        others = set(map(type, items)) - _LEAVES
+        if not others:
+            continue
+        if any(issubclass(kind, float) for kind in others):
+            return False
+        stack.extend(item for item in items if isinstance(item, dict | list | tuple))
+    return True
+
+
+def parse_plain(raw: bytes) -> tuple[Any, bytes] | None:
+    """``(parse(raw.decode("utf-8", "replace")), compact of it as UTF-8)`` through orjson when
+    that is provably the same value and every part of it is plain (``compact_plain`` may then
+    serialise any part), else None.
+
+    Refused (orjson raises): invalid UTF-8, a byte order mark, a lone surrogate escape, NaN or
+    Infinity, a raw control character, a number beyond the double range, too deep a nesting.
+    Then only integers beyond 2^53 could differ (orjson keeps them exact, JavaScript makes them
+    doubles): ``_plain_bytes`` refuses those, and floats, whose parse it so never relies on."""
+    orjson = plain_path(len(raw))
+    if orjson is None:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except ValueError:  # orjson.JSONDecodeError is a ValueError
+        return None
+    data = _plain_bytes(value)
+    return None if data is None else (value, data)
+
+
+def last_member_plain(value: dict[str, Any], data: bytes, key: str) -> bytes:
+    """``compact_plain(value[key])`` where ``data`` is ``compact_plain(value)``: cut out of it
+    when ``key`` is the last key (a run inside its envelope), so it is not serialised again."""
+    orjson = _orjson
+    if orjson is not None and list(value)[-1:] == [key]:
+        head = orjson.dumps({k: v for k, v in value.items() if k != key})
+        prefix = head[:-1] + (b"," if len(value) > 1 else b"") + orjson.dumps(key) + b":"
+        if data.startswith(prefix) and data.endswith(b"}"):
+            return data[len(prefix) : -1]
+    return compact_plain(value[key])
+
+
+def compact_plain(value: Any) -> bytes:
+    """``compact(value)`` as UTF-8 for a value ``parse_plain`` returned, or any part of one."""
+    if _orjson is None or not isinstance(value, dict | list):
+        return compact(value).encode("utf-8")
+    return _orjson.dumps(value)  # type: ignore[no-any-return]
+
+
 def compact(value: Any) -> str:
     """``JSON.stringify(value)``."""
+    plain = _plain_bytes(value)
+    if plain is not None:
+        return plain.decode("utf-8")
+    return general_compact(value)
+
+
+def general_compact(value: Any) -> str:
+    """``compact`` without the plain path: the normalising walk and the json module."""
     norm = _Normaliser()
     text = json.dumps(norm.walk(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return norm.finish(text)
@@ -185,6 +346,14 @@ def compact_with_member(value: dict[str, Any], key: str, member_text: str, needs
 
 def pretty(value: Any) -> str:
     """``JSON.stringify(value, null, 2)``."""
+    if _plain_bytes(value) is not None:
+        # orjson's OPT_INDENT_2 is JSON.stringify's pretty form: 2 spaces, '"key": value', [] and {}.
+        return _orjson.dumps(value, option=_orjson.OPT_INDENT_2).decode("utf-8")  # type: ignore[no-any-return]
+    return general_pretty(value)
+
+
+def general_pretty(value: Any) -> str:
+    """``pretty`` without the plain path."""
     norm = _Normaliser()
     pieces: list[str] = []
     _indented(norm.walk(value), 0, pieces)
@@ -194,6 +363,25 @@ def pretty(value: Any) -> str:
 def envelope_texts(run: Any) -> tuple[str, str]:
     """``(compact(run), pretty({"schemaVersion": 1, "sha256": sha256(compact(run)), "run": run}))``
     with one normalising walk shared by both (a save writes the same run twice)."""
+    payload, text = envelope_bytes(run)
+    return payload.decode("utf-8"), text.decode("utf-8")
+
+
+def envelope_bytes(run: Any) -> tuple[bytes, bytes]:
+    """``envelope_texts`` as UTF-8 (what a save writes), without a round trip through str."""
+    plain = _plain_bytes(run)
+    if plain is not None:
+        digest = hashlib.sha256(plain).hexdigest()
+        # The compact envelope, as the next load of this file checks it: plain parts only.
+        remember_plain(b'{"schemaVersion":1,"sha256":"' + digest.encode() + b'","run":' + plain + b"}")
+        envelope = {"schemaVersion": 1, "sha256": digest, "run": run}
+        return plain, _orjson.dumps(envelope, option=_orjson.OPT_INDENT_2)
+    payload, text = general_envelope_texts(run)
+    return payload.encode("utf-8"), text.encode("utf-8")
+
+
+def general_envelope_texts(run: Any) -> tuple[str, str]:
+    """``envelope_texts`` without the plain path."""
     norm = _Normaliser()
     walked = norm.walk(run)
     payload = norm.finish(json.dumps(walked, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
@@ -277,6 +465,9 @@ def parse(text: str) -> Any:
 
 def copy(value: Any) -> Any:
     """A JSON deep copy (``JSON.parse(JSON.stringify(v))``): non-finite numbers become null."""
+    plain = _plain_bytes(value)
+    if plain is not None:
+        return _orjson.loads(plain)
     return parse(compact(value))
 
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-import selectors
-import signal
-import subprocess
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import canonical
 from .paths import directory_at
 from .timeutil import now_iso
+
+if TYPE_CHECKING:
+    import subprocess
 
 POLICY = "minimal-local-v1"
 INHERITED = ("PATH", "SYSTEMROOT", "WINDIR", "TEMP", "TMP", "TMPDIR")
@@ -50,6 +50,8 @@ def check_environment(environ: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 def signal_name(number: int) -> str:
+    import signal
+
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -67,6 +69,9 @@ def run_check(
 
     ``on_spawn`` is told the child (and ``None`` once it has been reaped), so an operator's
     interrupt can stop exactly this child."""
+    import selectors
+    import subprocess
+
     started = now_iso()
     exit_code: int | None = None
     signal_text: str | None = None

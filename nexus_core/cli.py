@@ -178,7 +178,7 @@ def _usage_error(message: str) -> NoReturn:
 
 def _command() -> Any:
     """The click command, built on first use: click costs tens of milliseconds to import and
-    the plain ``inspect`` forms do without it (see ``_plain_inspect``)."""
+    the plainly written forms do without it (see ``_plain_command``)."""
     import click
 
     @click.command(
@@ -268,27 +268,36 @@ def _positional_count(words: list[str]) -> int:
     return count
 
 
-def _plain_inspect(words: list[str]) -> tuple[str | None, str, bool] | None:
-    """(run, directory, as_json) for ``inspect [RUN] [--json] [-d DIR]`` written plainly, else
-    None (click then parses, with its exact errors). Start-up is most felt on inspect."""
-    if not words or words[0] != "inspect":
+_PLAIN_ACTIONS = ("inspect", "create", "recover-lock", *MUTATIONS)
+_PLAIN_OPTIONS = {"-d": "directory", "--directory": "directory", "--plan": "plan", "--input": "input"}
+
+
+def _plain_command(words: list[str]) -> tuple[str, str | None, str | None, str, str | None, str | None, bool] | None:
+    """(action, run, task, directory, plan, input, as_json) for an action written plainly: up to
+    two positionals after it, each option at most once, no ``--opt=value`` form, no value that
+    starts with "-". Else None: click then parses, with its exact errors. Importing and running
+    click costs some 20 ms, felt on every call an agent makes."""
+    if not words or words[0] not in _PLAIN_ACTIONS:
         return None
-    run: str | None = None
-    directory: str | None = None
+    positionals: list[str] = []
+    values: dict[str, str] = {}
     as_json = False
     rest = iter(words[1:])
     for word in rest:
         if word == "--json" and not as_json:
             as_json = True
-        elif word in ("-d", "--directory") and directory is None:
-            directory = next(rest, None)
-            if directory is None or directory.startswith("-"):
+        elif word in _PLAIN_OPTIONS and _PLAIN_OPTIONS[word] not in values:
+            value = next(rest, None)
+            if value is None or value.startswith("-"):
                 return None
-        elif not word.startswith("-") and run is None:
-            run = word
+            values[_PLAIN_OPTIONS[word]] = value
+        elif not word.startswith("-") and len(positionals) < 2:
+            positionals.append(word)
         else:
             return None
-    return run, "." if directory is None else directory, as_json
+    run, task = [*positionals, None, None][:2]
+    directory = values.get("directory", ".")
+    return words[0], run, task, directory, values.get("plan"), values.get("input"), as_json
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -301,9 +310,9 @@ def main(argv: list[str] | None = None) -> None:
     if words and words[0] in SEPARATE_COMMANDS:
         # Separate commands with their own options; the action grammar below stays as it is.
         load(SEPARATE_COMMANDS[words[0]].runner)(list(words))
-    plain = _plain_inspect(list(words))
+    plain = _plain_command(list(words))
     if plain is not None:
-        run_action("inspect", plain[0], None, plain[1], None, None, plain[2])
+        run_action(*plain)
     import click
 
     try:

@@ -6,16 +6,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import platform
-import random
-import signal
-import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__, canonical
 from .checks import check_environment, run_check
@@ -26,16 +21,22 @@ from .locks import (
     WRITER_BUSY,
     WRITER_LOCK,
     lock_snapshot,
+    owner_state,
     release_writer,
     try_acquire_writer,
     writer_lock,
 )
 from .paths import overlap, root_of, safe_target
-from .plan import normalize_plan
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
 from .store import RUNS, Run, check_state_file, load_run, remove_dead_temp_files, run_path, save_run
 from .timeutil import iso_from_ms, now_iso, now_ms
 from .validate import ident, is_integer, text
+
+if TYPE_CHECKING:
+    import subprocess
+
+# subprocess, signal, threading, random and the plan validator are imported where they are
+# used: record and accept need none of them (start-up time of every mutation).
 
 Task = dict[str, Any]
 Attempt = dict[str, Any]
@@ -64,7 +65,7 @@ def runtime_hash() -> str:
 
 
 def node_arch() -> str:
-    machine = platform.machine().lower()
+    machine = os.uname().machine.lower()  # what platform.machine() reads, without importing it
     return {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "i686": "ia32", "i386": "ia32"}.get(machine, machine)
 
 
@@ -73,6 +74,8 @@ def node_platform() -> str:
 
 
 def revision(root: str) -> str | None:
+    import subprocess
+
     env = check_environment()["values"]
     try:
         top = subprocess.run(
@@ -175,18 +178,14 @@ def _owner_is_dead(root: str) -> bool:
         snapshot = lock_snapshot(root, WRITER_LOCK)
     except (NexusError, OSError):
         return False
-    owner = snapshot.get("owner") if snapshot else None
-    if not isinstance(owner, dict) or owner.get("hostname") != hostname():
-        return False
-    owner_pid = owner.get("pid")
-    if isinstance(owner_pid, bool) or not isinstance(owner_pid, int) or owner_pid <= 0 or owner_pid == pid():
-        return False
-    return not pid_alive(owner_pid)
+    return snapshot is not None and owner_state(snapshot.get("owner")) == "exited"
 
 
 def _acquire_patiently(root: str, seconds: float) -> str:
     """Take writer.lock for a save inside an operation that already began: retry with a short
     jittered backoff (and through a brief recover-lock) for up to ``seconds``."""
+    import random
+
     deadline = time.monotonic() + seconds
     delay = 0.002
     dead_owner_seen = 0
@@ -304,7 +303,9 @@ def assert_capacity(root: str, run: Run, definition: dict[str, Any]) -> None:
     for name in os.listdir(runs_dir):
         if not name.endswith(".json"):
             continue
-        other = load_run(root, name[:-5])
+        # This run's own file was loaded under the same writer lock and is not changed yet:
+        # reading it again (SPEC 5.0.7 step 3) would give exactly ``run``.
+        other = run if name[:-5] == run["id"] else load_run(root, name[:-5])
         for other_task in other["tasks"]:
             if not is_active(other_task):
                 continue
@@ -370,7 +371,6 @@ def begin(root: str, run: Run, task: Task, backend_value: Any, retry: bool) -> A
                 "nodeVersion": None,
                 "platform": node_platform(),
                 "arch": node_arch(),
-                "pythonVersion": platform.python_version(),
             },
             "scopeHashes": scope_snapshot(root, definition["scope"]),
             "artifactHashes": files_snapshot(root, definition["artifacts"], False),
@@ -389,6 +389,8 @@ def begin(root: str, run: Run, task: Task, backend_value: Any, retry: bool) -> A
 
 
 def create_run(directory: str, plan: Any) -> Run:
+    from .plan import normalize_plan
+
     root = root_of(directory)
     normalized = normalize_plan(root, plan)
     with writer_lock(root):
@@ -677,6 +679,9 @@ class _OperatorInterrupt:
 
     @contextlib.contextmanager
     def armed(self) -> Iterator[None]:
+        import signal
+        import threading
+
         if threading.current_thread() is not threading.main_thread():
             yield  # only the main thread receives signals; workers use should_stop
             return

@@ -12,12 +12,11 @@ from . import canonical
 from .errors import NexusError, fail
 from .hostinfo import hostname, pid, pid_alive
 from .paths import safe_target
-from .store import BASE, atomic_write, make_dirs, remove_dead_temp_files, unsafe_reason
+from .store import BASE, LOCK_RECOVERY_DIR, atomic_write, make_dirs, remove_dead_temp_files, unsafe_reason
 from .timeutil import now_iso
 
 WRITER_LOCK = BASE + "/writer.lock"
 RECOVERY_LOCK = BASE + "/recovery.lock"
-LOCK_RECOVERY_DIR = BASE + "/lock-recovery"
 RECOVERY_HINT = "Inspect the owner; recover only after its process has stopped."
 
 RECOVERY_ACTIVE = "Lock recovery is active or interrupted; inspect recovery.lock and its owner before proceeding."
@@ -161,6 +160,51 @@ def lock_snapshot(root: str, rel: str) -> dict[str, Any] | None:
     return snapshot
 
 
+def owner_state(owner: object) -> str:
+    """ "alive", "exited" or "unknown" (another host, or an owner that does not parse) for the
+    owner record of a lock or a verification ({"pid", "hostname", ...})."""
+    if not isinstance(owner, dict) or owner.get("hostname") != hostname():
+        return "unknown"
+    owner_pid = owner.get("pid")
+    if isinstance(owner_pid, bool) or not isinstance(owner_pid, int) or owner_pid <= 0:
+        return "unknown"
+    return "alive" if pid_alive(owner_pid) else "exited"
+
+
+def describe_owner(owner: object) -> str:
+    if not isinstance(owner, dict):
+        return "an owner that cannot be read"
+    since = f", since {owner['createdAt']}" if isinstance(owner.get("createdAt"), str) else ""
+    return f"pid {owner.get('pid')!r} on {owner.get('hostname')!r}{since}"
+
+
+def recovery_lock_hint(snapshot: dict[str, Any] | None) -> str | None:
+    """What to do about a recovery.lock (additive inspect output, not in the reference): SPEC 7.2
+    has no command for it, so the way out is spelled out, with its owner."""
+    if snapshot is None:
+        return None
+    owner = snapshot.get("owner")
+    who = describe_owner(owner)
+    state = "unknown" if "unsafe" in snapshot else owner_state(owner)
+    if state == "alive":
+        return f"recover-lock ({who}) is running: wait for it to end; mutations are refused until it does."
+    way_out = (
+        f"remove {RECOVERY_LOCK} by hand (rm), then run nexus inspect: if writer.lock is still there, recover it "
+        "with nexus recover-lock --input FILE and the hash inspect now shows. Any receipt it left in "
+        f"{LOCK_RECOVERY_DIR}/ is complete and stays as evidence; its temporary files are removed by the next "
+        "mutation."
+    )
+    if state == "exited":
+        return (
+            f"recover-lock ({who}) was interrupted: that process has exited and left {RECOVERY_LOCK}, which refuses "
+            f"every mutation. It changed nothing else but, at most, one receipt and writer.lock. Way out: {way_out}"
+        )
+    return (
+        f"{RECOVERY_LOCK} is held by {who}, which cannot be probed from here. Once you have made sure that "
+        f"recover-lock has stopped: {way_out}"
+    )
+
+
 def recover_lock(root: str, options: dict[str, Any]) -> dict[str, Any]:
     from .validate import text
 
@@ -202,6 +246,7 @@ def recover_lock(root: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
+    "LOCK_RECOVERY_DIR",
     "RECOVERY_LOCK",
     "WRITER_LOCK",
     "NexusError",

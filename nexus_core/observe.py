@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import __version__
+from . import __version__, canonical
 from .errors import NexusError
-from .locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
+from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .paths import root_of
 from .store import Run, list_run_ids, list_temp_files, load_run
 from .timeutil import now_ms, parse_iso_ms
@@ -73,7 +73,6 @@ def process_observation(attempt: dict[str, Any], now: int, receipt_file: str | N
 def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], now: int) -> dict[str, Any]:
     # Imported here: the inventory (plain ``nexus inspect``) never needs the engine.
     from .engine import definition_of, evidence_current, is_active, latest
-    from .process import receipt_file_status
     from .snapshots import protected_snapshot
 
     definition = definition_of(run, task["id"])
@@ -114,11 +113,11 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
         ):
             receipt = process.get("receipt") or {}
             hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
-    kept_receipt = (
-        receipt_file_status(root, run["id"], attempt, run["planHash"])
-        if attempt and attempt["backend"].get("kind") == "process"
-        else None
-    )
+    kept_receipt = None
+    if attempt and attempt["backend"].get("kind") == "process":
+        from .process import receipt_file_status  # only process attempts need the process backend
+
+        kept_receipt = receipt_file_status(root, run["id"], attempt, run["planHash"])
     if kept_receipt is not None:
         hint = HINT_RECEIPT_FILE.format(path=kept_receipt)
     if stale_reason is not None:
@@ -135,7 +134,59 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
     if attempt and attempt["backend"].get("kind") == "process":
         observation["process"] = process_observation(attempt, now, kept_receipt)
     observation["hint"] = hint
+    if attempt and verification.get("status") == "running":
+        # Not in the reference: who owns a running verification, and what ends it.
+        observation["runningVerification"] = running_verification(root, run["id"], task["id"], attempt)
     return observation
+
+
+def running_verification(root: str, run_id: str, task_id: str, attempt: dict[str, Any]) -> dict[str, Any]:
+    """The owner of a verification stored as ``running`` and what to do about it: a verify whose
+    save waited past its bound, or met a dead writer.lock, leaves it so (its process then exits)."""
+    verification = attempt["verification"]
+    owner = verification.get("owner")
+    state = owner_state(owner)
+    who = describe_owner(owner)
+    since = verification.get("startedAt")
+    name = f"Verification {verification.get('id')} of {run_id}/{task_id} (started {since}, owner {who})"
+    backend = {k: v for k, v in (attempt.get("backend") or {}).items() if k != "capabilities"}
+    reconcile = canonical.compact(
+        {
+            "attemptId": attempt["id"],
+            "backend": backend,
+            "outcome": "completed",
+            "ownerStopped": True,
+            "summary": "The verifying process had exited.",
+        }
+    )
+    ends_it = (
+        f"End it with nexus reconcile {run_id} {task_id} --input FILE, FILE holding {reconcile} (outcome failed "
+        "instead if the scope changed since the recorded result): the verification becomes ambiguous and moves "
+        f"to verificationHistory, then nexus verify {run_id} {task_id} runs the checks again."
+    )
+    if state == "alive":
+        hint = f"{name} is running: wait for that verify to end it; reconcile is refused while its process lives."
+    elif state == "exited":
+        lock = lock_snapshot(root, WRITER_LOCK)
+        first = ""
+        if lock is not None and owner_state(lock.get("owner")) == "exited":
+            first = (
+                "writer.lock is still held by a process that has exited: first recover it with nexus recover-lock "
+                "--input FILE and the lock hash inspect shows. "
+            )
+        hint = (
+            f"{name} was left running: its process has exited, so nothing will finish it (its save waited past "
+            f"its bound or met a dead writer.lock). {first}{ends_it}"
+        )
+    else:
+        hint = f"{name} cannot be probed from this host. Once that process has stopped: {ends_it}"
+    return {
+        "verificationId": verification.get("id"),
+        "owner": owner,
+        "startedAt": since,
+        "ownerAlive": {"alive": True, "exited": False}.get(state),
+        "hint": hint,
+    }
 
 
 def inspect_loaded(root: str, run: Run, now: int | None = None) -> dict[str, Any]:
@@ -146,7 +197,15 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> dict[str, Any
     result["observations"] = [observe_task(root, run, task, verified, moment) for task in run["tasks"]]
     result["lock"] = lock_snapshot(root, WRITER_LOCK)
     result["recoveryLock"] = lock_snapshot(root, RECOVERY_LOCK)
+    _add_recovery_lock_hint(result)
     return result
+
+
+def _add_recovery_lock_hint(result: dict[str, Any]) -> None:
+    hint = recovery_lock_hint(result["recoveryLock"])
+    if hint is not None:
+        # Not in the reference: the way out of an interrupted recover-lock.
+        result["recoveryLockHint"] = hint
 
 
 def inspect_inventory(root: str) -> dict[str, Any]:
@@ -160,6 +219,7 @@ def inspect_inventory(root: str) -> dict[str, Any]:
         "recoveryLock": lock_snapshot(root, RECOVERY_LOCK),
         "hint": INVENTORY_HINT,
     }
+    _add_recovery_lock_hint(inventory)
     unreadable: list[dict[str, str]] = []
     for run_id in run_ids:
         try:

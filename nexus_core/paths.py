@@ -230,6 +230,23 @@ def relative(value: object, allow_dot: bool = False) -> str:
     return value
 
 
+# A segment with none of relative()'s unsafe characters (SPEC 1.6), and not "." or "..".
+_PLAIN_SEGMENT = re.compile(r'(?!\.\.?\Z)[^\\:<>"|?*/\x00-\x1f]+')
+
+
+def portable_child(name: str, child: str) -> bool:
+    """True when ``relative(child)`` accepts ``child``, a directory entry ``name`` appended to a
+    path it already accepted: only the new segment and the length can then fail. False sends
+    the child to ``relative`` itself, which decides (with its exact message)."""
+    return (
+        name.isascii()
+        and utf16_len(child) <= 500
+        and _PLAIN_SEGMENT.fullmatch(name) is not None
+        and not name.endswith((".", " "))
+        and _RESERVED.match(name) is None
+    )
+
+
 def directory_at(root: str, rel: object) -> str:
     rel = relative(rel, allow_dot=True)
     if rel == ".":

@@ -43,7 +43,7 @@ from .hostinfo import hostname, pid
 from .paths import directory_at, root_of, safe_target
 from .plan import input_bytes
 from .snapshots import protected_snapshot, scope_snapshot
-from .store import BASE, RUN_ID, Run, atomic_write, load_run, run_path, unsafe_reason
+from .store import RECEIPTS_DIR, RUN_ID, Run, atomic_write, load_run, run_path, unsafe_reason
 from .timeutil import now_iso, now_ms, parse_iso_ms
 
 Progress = Callable[[dict[str, Any]], None]
@@ -56,7 +56,6 @@ RETAINED_PIPES_SECONDS = 0.25
 HEARTBEAT_PATIENCE_SECONDS = 2.0
 SPAWNED_PATIENCE_SECONDS = 1.0
 RECEIPT_PATIENCE_SECONDS = 30.0
-RECEIPTS_DIR = BASE + "/receipts"
 RECEIPT_FILE_LIMIT = 32 * 1024 * 1024
 
 CODEX_KEYS = ("HOME", "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "CODEX_HOME")

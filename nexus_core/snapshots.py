@@ -6,7 +6,6 @@ import contextlib
 import contextvars
 import hashlib
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from .paths import (
     open_directory_at,
     open_file_at,
     open_project_file,
+    portable_child,
     relative,
     safe_target,
 )
@@ -99,13 +99,17 @@ def _digest_regular(fd: int, file: str, absolute: str) -> str:
 def _digest_fd(fd: int, size: int) -> str:
     """sha256 of an open file: one read for a small file (no per-file 256 KiB buffer as
     ``hashlib.file_digest`` allocates), 1 MiB chunks otherwise."""
-    digest = hashlib.sha256()
     if size < _CHUNK:
-        chunk = os.read(fd, _CHUNK)
+        chunk = os.read(fd, size + 1)
+        if len(chunk) <= size:
+            # A regular file gives a short read only at its end: this is the whole file.
+            return hashlib.sha256(chunk).hexdigest()
+        digest = hashlib.sha256()
         while chunk:
             digest.update(chunk)
             chunk = os.read(fd, _CHUNK)
         return digest.hexdigest()
+    digest = hashlib.sha256()
     buffer = bytearray(_CHUNK)
     view = memoryview(buffer)
     while True:
@@ -211,7 +215,8 @@ class _ScopeWalk:
             safe_target(absolute, _DIRECTORY_PROBE)
         for name in canonical.js_sorted(entries):
             child = rel + "/" + name
-            relative(child)
+            if not portable_child(name, child):  # the common case without the full rule
+                relative(child)
             self.entry(fd, name, child, _listed_kind(entries[name]))
 
 
@@ -249,6 +254,8 @@ def scope_snapshot(root: str, scopes: list[str]) -> dict[str, str | None]:
 def resolve_command(command: object) -> str:
     """``node`` is the node on PATH and ``python`` this interpreter (an extension)."""
     if command == "node":
+        import shutil  # here: it imports bz2 and lzma (start-up time of every command)
+
         found = shutil.which("node")
         if found:
             return os.path.abspath(found)

@@ -66,16 +66,16 @@ def unsafe_reason(info: os.stat_result, *, root_may_own: bool = False) -> str | 
     return None
 
 
-def atomic_write(root: str, file: str, text: str) -> None:
+def atomic_write(root: str, file: str, text: str | bytes) -> None:
     target = safe_target(root, file)
     make_dirs(os.path.dirname(target))
     import uuid  # here, not at the top: a read-only inspect never writes (start-up time)
 
-    temp_rel = f"{file}.{uuid.uuid4()}{TEMP_SUFFIX}"
+    temp_rel = temp_name(file, str(uuid.uuid4()))
     temp = safe_target(root, temp_rel)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        data = text.encode("utf-8")
+        data = text.encode("utf-8") if isinstance(text, str) else text
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
@@ -93,6 +93,16 @@ def atomic_write(root: str, file: str, text: str) -> None:
             os.unlink(temp)
 
 
+def temp_name(file: str, token: str) -> str:
+    """The temporary file of an atomic write of ``file``. Run state keeps the reference's name
+    (SPEC 1.1; only writer.lock holders write it, so any left over is a dead writer's). Files
+    written under another lock or none (lock-recovery receipts, kept process receipts) carry
+    the writer's pid, so the next lock holder can tell a dead writer's leftover from a live one."""
+    if file.startswith(RUNS + "/"):
+        return f"{file}.{token}{TEMP_SUFFIX}"
+    return f"{file}.{os.getpid()}.{token}{TEMP_SUFFIX}"
+
+
 def _fsync_dir(path: str) -> None:
     # Beyond the reference: make the rename itself durable.
     try:
@@ -107,23 +117,29 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def envelope_text(run: Run) -> tuple[str, str]:
-    """(payload, envelope text) for a run; raises when over the state limit."""
-    payload, text = canonical.envelope_texts(run)
-    if len(payload.encode("utf-8")) > STATE_LIMIT:
+def envelope_data(run: Run) -> tuple[bytes, bytes]:
+    """(payload, file content) as UTF-8 for a run; raises when over the state limit."""
+    payload, text = canonical.envelope_bytes(run)
+    if len(payload) > STATE_LIMIT:
         raise fail("Run exceeds the 16 MiB state limit.")
-    return payload, text + "\n"
+    return payload, text + b"\n"
+
+
+def envelope_text(run: Run) -> tuple[str, str]:
+    """``envelope_data`` as text."""
+    payload, data = envelope_data(run)
+    return payload.decode("utf-8"), data.decode("utf-8")
 
 
 def save_run(root: str, run: Run) -> Run:
     run["updatedAt"] = now_iso()
     run["sequence"] += 1
     try:
-        _payload, text = envelope_text(run)
+        _payload, data = envelope_data(run)
     except NexusError:
         run["sequence"] -= 1
         raise
-    atomic_write(root, run_path(run["id"]), text)
+    atomic_write(root, run_path(run["id"]), data)
     # The caller gets the run it just saved, not a re-parsed copy (that copy cost a full parse
     # of up to 16 MiB per save); it serialises to exactly the bytes on disk.
     return run
@@ -175,6 +191,55 @@ def parse_run(root: str, run_id: str, raw: bytes) -> Run:
 def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
     if len(raw) > LOAD_LIMIT:
         raise fail("Run state exceeds the size limit.")
+    foreign = fail("Corrupt or foreign run state; original bytes were preserved.")
+    plain = canonical.parse_plain(raw)
+    if plain is not None:
+        # Everyday state: orjson parses it and writes both hashed texts (canonical proves when
+        # that is exact); anything else takes the general path below.
+        envelope, whole = plain
+        run = envelope.get("run") if isinstance(envelope, dict) else None
+        if not run or not isinstance(run, dict):
+            raise foreign
+        run_hash = canonical.sha256_bytes(canonical.last_member_plain(envelope, whole, "run"))
+        plan_hash = canonical.sha256_bytes(canonical.compact_plain(run["plan"])) if "plan" in run else None
+    else:
+        envelope, run, run_hash, plan_hash = _general_hashes(raw)
+    if (
+        envelope.get("schemaVersion") != 1
+        or isinstance(envelope.get("schemaVersion"), bool)
+        or envelope.get("sha256") != run_hash
+        or run.get("schemaVersion") != 1
+        or run.get("id") != run_id
+        or run.get("project") != root
+        or not _is_int(run.get("sequence"))
+        or not isinstance(run.get("tasks"), list)
+    ):
+        raise foreign
+    plan = run.get("plan")
+    if (
+        not isinstance(plan, dict)
+        or not isinstance(plan.get("tasks"), list)
+        or run.get("planHash") != plan_hash
+        or [t.get("id") if isinstance(t, dict) else None for t in run["tasks"]]
+        != [t.get("id") if isinstance(t, dict) else None for t in plan["tasks"]]
+    ):
+        raise fail("Run plan integrity mismatch.")
+    seen: set[str] = set()
+    for task in run["tasks"]:
+        if (
+            not isinstance(task, dict)
+            or not isinstance(task.get("attempts"), list)
+            or task.get("integration") not in _INTEGRATIONS
+        ):
+            raise fail("Invalid task lifecycle record.")
+        for attempt in task["attempts"]:
+            if not _valid_attempt(attempt, task["id"], run_id, seen):
+                raise fail("Invalid attempt lifecycle record.")
+    return run
+
+
+def _general_hashes(raw: bytes) -> tuple[dict[str, Any], Run, str, str | None]:
+    """(envelope, run, run hash, plan hash) through the stdlib parser and the normalising walk."""
     try:
         envelope, needs_walk = canonical.parse_for_hashing(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
@@ -192,38 +257,8 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
         run_text = canonical.compact_parsed(run, needs_walk)
     else:
         run_text = canonical.compact_with_member(run, "plan", plan_text, needs_walk)
-    if (
-        envelope.get("schemaVersion") != 1
-        or isinstance(envelope.get("schemaVersion"), bool)
-        or envelope.get("sha256") != canonical.sha256_text(run_text)
-        or run.get("schemaVersion") != 1
-        or run.get("id") != run_id
-        or run.get("project") != root
-        or not _is_int(run.get("sequence"))
-        or not isinstance(run.get("tasks"), list)
-    ):
-        raise foreign
-    plan = run.get("plan")
-    if (
-        not isinstance(plan, dict)
-        or not isinstance(plan.get("tasks"), list)
-        or run.get("planHash") != canonical.sha256_text(plan_text or "")
-        or [t.get("id") if isinstance(t, dict) else None for t in run["tasks"]]
-        != [t.get("id") if isinstance(t, dict) else None for t in plan["tasks"]]
-    ):
-        raise fail("Run plan integrity mismatch.")
-    seen: set[str] = set()
-    for task in run["tasks"]:
-        if (
-            not isinstance(task, dict)
-            or not isinstance(task.get("attempts"), list)
-            or task.get("integration") not in _INTEGRATIONS
-        ):
-            raise fail("Invalid task lifecycle record.")
-        for attempt in task["attempts"]:
-            if not _valid_attempt(attempt, task["id"], run_id, seen):
-                raise fail("Invalid attempt lifecycle record.")
-    return run
+    plan_hash = canonical.sha256_text(plan_text) if plan_text is not None else None
+    return envelope, run, canonical.sha256_text(run_text), plan_hash
 
 
 _INTEGRATIONS = ("pending", "accepted", "rejected")
@@ -289,19 +324,69 @@ def _dead_lock_temps(root: str) -> list[str]:
     return dead
 
 
+# An atomic write's temporary outside runs/: "<file>.<pid>.<uuid>.tmp" (see temp_name).
+OWNED_TEMP = re.compile(r".+\.json\.([0-9]{1,10})\.[0-9a-f-]{36}\.tmp\Z")
+LOCK_RECOVERY_DIR = BASE + "/lock-recovery"
+RECEIPTS_DIR = BASE + "/receipts"
+
+
+def _directory_entries(root: str, rel: str) -> tuple[int, list[str]] | None:
+    """(descriptor, names) of a real directory under the project, never through a symlink."""
+    try:
+        fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return fd, os.listdir(fd)
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def _dead_owned_temps(root: str, rel: str, depth: int) -> list[str]:
+    """Temporaries of dead writers in ``rel`` (and, with depth 1, its subdirectories)."""
+    entries = _directory_entries(root, rel)
+    if entries is None:
+        return []
+    from .hostinfo import pid_alive
+
+    fd, names = entries
+    found: list[str] = []
+    try:
+        for name in names:
+            match = OWNED_TEMP.match(name)
+            if match and not pid_alive(int(match.group(1))):
+                found.append(f"{rel}/{name}")
+            elif depth and not name.endswith(TEMP_SUFFIX):
+                found += _dead_owned_temps(root, f"{rel}/{name}", depth - 1)
+    finally:
+        os.close(fd)
+    return found
+
+
 def list_temp_files(root: str) -> list[str]:
-    """Temporary files left by killed writers: run-state temporaries and dead lock temporaries."""
+    """Temporary files left by killed writers: run-state temporaries, dead lock temporaries, and
+    dead writers' temporaries of lock-recovery receipts and kept process receipts."""
     try:
         names = os.listdir(os.path.join(root, RUNS))
     except (FileNotFoundError, NotADirectoryError):
         names = []
     runs = [f"{RUNS}/{n}" for n in names if n.endswith(TEMP_SUFFIX) and ".json." in n]
-    return sorted(runs + _dead_lock_temps(root))
+    owned = _dead_owned_temps(root, LOCK_RECOVERY_DIR, 0) + _dead_owned_temps(root, RECEIPTS_DIR, 1)
+    return sorted(runs + _dead_lock_temps(root) + owned)
 
 
 def remove_dead_temp_files(root: str) -> None:
     """Called only while holding writer.lock: any run-state temporary then belongs to a dead
-    writer (state is written only under that lock); lock temporaries only when their pid died."""
+    writer (state is written only under that lock); the others only when their pid died."""
     for rel in list_temp_files(root):
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(root, rel))
+        folder, name = rel.rsplit("/", 1)
+        entries = _directory_entries(root, folder)  # the unlink never goes through a symlink
+        if entries is None:
+            continue
+        fd, _ = entries
+        try:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)

@@ -32,7 +32,27 @@ def parse_iso_ms(text: object) -> int | None:
     if not isinstance(text, str):
         return None
     try:
-        moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        if len(text) == 24 and text.isascii():
+            # The form every stored time has (iso_from_ms): the same fields strptime would read,
+            # without importing _strptime (start-up time of inspect).
+            moment = _canonical_iso(text)
+        else:
+            moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     except ValueError:
         return None
     return round(moment.timestamp() * 1000)
+
+
+def _canonical_iso(text: str) -> datetime:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ``; anything else goes to strptime, which decides."""
+    if (
+        text[4] + text[7] + text[10] + text[13] + text[16] + text[19] + text[23] != "--T::.Z"
+        or not (text[:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16] + text[17:19] + text[20:23]).isdigit()
+    ):
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    fields = (text[:4], text[5:7], text[8:10], text[11:13], text[14:16], text[17:19])
+    year, month, day, hour, minute, second = (int(field) for field in fields)
+    try:
+        return datetime(year, month, day, hour, minute, second, int(text[20:23]) * 1000, tzinfo=UTC)
+    except ValueError:  # e.g. a leap second: strptime's own verdict
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

@@ -10,11 +10,14 @@ Quick mode by default (about 40 landed kills); ``NEXUS_LONG=1`` for 500.
 
 from __future__ import annotations
 
+import collections
+import json
 import os
 import random
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -334,3 +337,254 @@ def test_sigkill_during_launch_never_loses_or_tears_state(tmp_path: Path) -> Non
         f"\nlaunch crash injection (seed {SEED + 1}): {harness.kills} kills, {harness.completed} completed calls, "
         f"{harness.locks_recovered} writer.lock recovered, {harness.fresh_runs} fresh runs"
     )
+
+
+# ----------------------------------------------------------------- recover-lock itself
+
+RECOVERY_KILLS = int(os.environ.get("NEXUS_RECOVERY_KILLS", "0")) or (300 if LONG else 25)
+BASE = Path(".bmad-plus") / "nexus"
+
+
+def dead_pid() -> int:
+    """The pid of a process of ours that has exited (and been reaped)."""
+    child = subprocess.Popen(["/bin/true"])
+    child.wait()
+    return child.pid
+
+
+def plant_dead_writer_lock(root: Path) -> None:
+    """What a SIGKILLed mutation leaves: writer.lock naming a process that has exited."""
+    owner = {"token": str(uuid.uuid4()), "pid": dead_pid(), "hostname": os.uname().nodename}
+    owner["createdAt"] = "2026-01-01T00:00:00.000Z"
+    lock = root / WRITER_LOCK
+    lock.write_text(json.dumps(owner, separators=(",", ":")))
+    os.chmod(lock, 0o600)
+
+
+def temp_files_on_disk(root: Path) -> list[str]:
+    return sorted(
+        str(path.relative_to(root)) for path in (root / ".bmad-plus").rglob("*") if path.name.endswith(".tmp")
+    )
+
+
+def follow_the_way_out(root: Path, inputs: Path, leftovers: collections.Counter[str]) -> None:
+    """What inspect says after a killed recover-lock, done to the end: state clean again."""
+    inventory = observe.inspect_inventory(str(root))
+    recovery = inventory["recoveryLock"]
+    if recovery is not None:
+        leftovers["recovery.lock"] += 1
+        hint = inventory["recoveryLockHint"]
+        assert "was interrupted" in hint and f"pid {recovery['owner']['pid']}" in hint, hint
+        assert f"remove {RECOVERY_LOCK} by hand" in hint, hint
+        # While it is there every mutation is refused, with the SPEC's message.
+        code, refused, _ = run_cli_json(root, "start", "alpha", "t0", input_file=write_json(inputs / "h.json", {}))
+        assert refused["error"].startswith("Nexus: Lock recovery is active or interrupted"), refused
+        (root / RECOVERY_LOCK).unlink()  # the documented way out (SPEC 7.2: no command does it)
+        inventory = observe.inspect_inventory(str(root))
+        assert "recoveryLockHint" not in inventory
+    if inventory["lock"] is not None:
+        leftovers["writer.lock still there"] += 1
+        observation = {"expectedHash": inventory["lock"]["hash"], "ownerStopped": True, "note": "Owner exited."}
+        code, receipt, err = run_cli_json(root, "recover-lock", input_file=write_json(inputs / "r.json", observation))
+        assert code == 0, (receipt, err)
+    # The next lock holder removes what the killed writers left (this start is refused under the
+    # lock, so it changes nothing else).
+    code, refused, _ = run_cli_json(root, "start", "alpha", "t0", input_file=write_json(inputs / "h.json", {}))
+    assert "already has an attempt" in refused["error"] or "host identity" in refused["error"], refused
+    assert temp_files_on_disk(root) == [] and store.list_temp_files(str(root)) == []
+    inventory = observe.inspect_inventory(str(root))
+    assert inventory["lock"] is None and inventory["recoveryLock"] is None and "strayTempFiles" not in inventory
+
+
+def test_sigkill_during_recover_lock_leaves_a_documented_way_out(tmp_path: Path) -> None:
+    rng = random.Random(SEED + 2)
+    root = make_project(tmp_path / "project")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    add_work(root, "work/a")
+    code, created, err = run_cli_json(
+        root, "create", plan=write_json(inputs / "plan.json", plan_for("alpha", ["work/a"]))
+    )
+    assert code == 0, (created, err)
+    start = write_json(inputs / "start.json", {"backend": HOST_BACKEND})
+    assert run_cli_json(root, "start", "alpha", "t0", input_file=start)[0] == 0
+    state = (root / BASE / "runs" / "alpha.json").read_bytes()
+    kills = recoveries = receipts_left = 0
+    leftovers: collections.Counter[str] = collections.Counter()
+    typical = 0.0
+    while kills < RECOVERY_KILLS:
+        plant_dead_writer_lock(root)
+        lock = observe.inspect_inventory(str(root))["lock"]
+        observation = {"expectedHash": lock["hash"], "ownerStopped": True, "note": "The owner was SIGKILLed."}
+        before = (
+            set((root / BASE / "lock-recovery").glob("*.json")) if (root / BASE / "lock-recovery").exists() else set()
+        )
+        command = cli_command(root, "recover-lock", input_file=write_json(inputs / "recover.json", observation))
+        started = time.monotonic()
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if typical and rng.random() < 0.6:
+            # Aim at the recovery itself: once recovery.lock is taken, within a few ms.
+            while child.poll() is None and not (root / RECOVERY_LOCK).exists() and time.monotonic() < started + 5:
+                time.sleep(0.0002)
+            deadline = time.monotonic() + rng.uniform(0.0, 0.006)
+        else:
+            deadline = started + rng.uniform(0.2, 1.1) * (typical or 10.0)
+        while child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.0002)
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            child.communicate()
+            kills += 1
+        else:
+            out, err = child.communicate()
+            assert child.returncode == 0, (out, err)
+            typical = time.monotonic() - started if not typical else 0.7 * typical + 0.3 * (time.monotonic() - started)
+            recoveries += 1
+        # Whatever the moment: the state is intact, every receipt is complete, every leftover is reported.
+        assert (root / BASE / "runs" / "alpha.json").read_bytes() == state
+        store.load_run(str(root), "alpha")
+        for path in (root / BASE / "lock-recovery").glob("*.json"):
+            receipt = json.loads(path.read_text(encoding="utf-8"))
+            assert list(receipt) == [
+                "schemaVersion",
+                "observed",
+                "note",
+                "ownerStopped",
+                "recoveredAt",
+                "evidenceClass",
+            ]
+        receipts_left += len(set((root / BASE / "lock-recovery").glob("*.json")) - before)
+        temps = temp_files_on_disk(root)
+        assert temps == store.list_temp_files(str(root)), "every temporary left is a counted one"
+        inventory = observe.inspect_inventory(str(root))
+        assert inventory.get("strayTempFiles", 0) == len(temps)
+        for temp in temps:
+            leftovers["lock temp" if "/." in temp else "receipt temp"] += 1
+        follow_the_way_out(root, inputs, leftovers)
+    print(
+        f"\nrecover-lock crash injection (seed {SEED + 2}): {kills} kills, {recoveries} recoveries run to the end, "
+        f"leftovers after kills {dict(leftovers)}, {receipts_left} complete receipts written, all cleaned"
+    )
+    assert kills >= RECOVERY_KILLS
+
+
+# ----------------------------------------------------------------- what killed writers leave
+
+
+def test_dead_writers_receipt_temporaries_are_counted_and_removed_by_the_next_lock_holder(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "project")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    add_work(root, "work/a")
+    assert run_cli_json(root, "create", plan=write_json(inputs / "plan.json", plan_for("alpha", ["work/a"])))[0] == 0
+    dead, alive = dead_pid(), os.getpid()
+    token = str(uuid.uuid4())
+    recovery = root / BASE / "lock-recovery"
+    kept = root / BASE / "receipts" / "alpha"
+    for folder in (recovery, kept):
+        folder.mkdir(parents=True, exist_ok=True)
+    left = [recovery / f"{token}.json.{dead}.{token}.tmp", kept / f"{token}.json.{dead}.{token}.tmp"]
+    live = [recovery / f"{token}.json.{alive}.{token}.tmp", kept / f"{token}.json.{alive}.{token}.tmp"]
+    for path in left + live:
+        path.write_text("{")
+    inventory = observe.inspect_inventory(str(root))
+    assert inventory["strayTempFiles"] == 2, "a live writer's temporary is not stray"
+    start = write_json(inputs / "start.json", {"backend": HOST_BACKEND})
+    assert run_cli_json(root, "start", "alpha", "t0", input_file=start)[0] == 0
+    assert [p.exists() for p in left + live] == [False, False, True, True]
+    assert "strayTempFiles" not in observe.inspect_inventory(str(root))
+
+
+def test_a_symlinked_receipts_directory_is_never_cleaned_through(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "project")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    add_work(root, "work/a")
+    assert run_cli_json(root, "create", plan=write_json(inputs / "plan.json", plan_for("alpha", ["work/a"])))[0] == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    victim = elsewhere / f"x.json.{dead_pid()}.{uuid.uuid4()}.tmp"
+    victim.write_text("not ours")
+    (root / BASE / "lock-recovery").symlink_to(elsewhere)
+    assert "strayTempFiles" not in observe.inspect_inventory(str(root))
+    run_cli_json(root, "start", "alpha", "t0", input_file=write_json(inputs / "s.json", {"backend": HOST_BACKEND}))
+    assert victim.exists()
+
+
+# ----------------------------------------------------------------- a verification left running
+
+# A check that runs until the test creates ./stop (at most 30 s).
+WAIT_FOR_STOP = "i=0; while [ ! -e stop ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
+
+
+def test_a_verification_left_running_says_who_owned_it_and_what_ends_it(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "project")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    add_work(root, "work/a")
+    plan = plan_for("alpha", ["work/a"])
+    plan["tasks"][0]["checks"].insert(
+        0, {"id": "slow", "command": "/bin/sh", "args": ["-c", WAIT_FOR_STOP], "cwd": ".", "timeoutMs": 60000}
+    )
+    assert run_cli_json(root, "create", plan=write_json(inputs / "plan.json", plan))[0] == 0
+    assert (
+        run_cli_json(root, "start", "alpha", "t0", input_file=write_json(inputs / "s.json", {"backend": HOST_BACKEND}))[
+            0
+        ]
+        == 0
+    )
+    attempt = latest_attempt(store.load_run(str(root), "alpha"), "t0")
+    assert attempt is not None
+    bound = {"attemptId": attempt["id"], "backend": HOST_BACKEND}
+    record = {**bound, "outcome": "completed", "summary": "done"}
+    assert run_cli_json(root, "record", "alpha", "t0", input_file=write_json(inputs / "r.json", record))[0] == 0
+    verifier = subprocess.Popen(
+        cli_command(root, "verify", "alpha", "t0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        for _ in range(2000):
+            running = latest_attempt(store.load_run(str(root), "alpha"), "t0")
+            if running and running["verification"]["status"] == "running":
+                break
+            time.sleep(0.01)
+        observation = observe.inspect_run(str(root), "alpha")["observations"][0]
+        live = observation["runningVerification"]
+        assert live["ownerAlive"] is True and live["owner"]["pid"] == verifier.pid
+        assert "is running: wait for that verify" in live["hint"]
+        assert list(observation)[-2:] == ["hint", "runningVerification"], "additive, after the reference's keys"
+        # The verify dies without saving (as when its save waits past its bound and it exits).
+        verifier.send_signal(signal.SIGKILL)
+        verifier.communicate()
+    finally:
+        if verifier.poll() is None:
+            verifier.kill()
+    (root / "stop").write_text("")  # ends the orphaned check
+    plant_dead_writer_lock(root)  # and it met a dead writer.lock
+    inspected = observe.inspect_run(str(root), "alpha")
+    left = inspected["observations"][0]["runningVerification"]
+    verification = latest_attempt(store.load_run(str(root), "alpha"), "t0")["verification"]  # type: ignore[index]
+    assert left["ownerAlive"] is False and left["verificationId"] == verification["id"]
+    assert left["startedAt"] == verification["startedAt"] and left["owner"] == verification["owner"]
+    hint = left["hint"]
+    for part in (
+        "was left running",
+        f"pid {verifier.pid}",
+        verification["startedAt"],
+        "first recover it with nexus recover-lock",
+        "nexus reconcile alpha t0 --input FILE",
+        "nexus verify alpha t0",
+    ):
+        assert part in hint, (part, hint)
+    # Follow the hint to the end: recover the lock, reconcile with the very input it gives, verify.
+    lock = inspected["lock"]
+    observation = {"expectedHash": lock["hash"], "ownerStopped": True, "note": "The verifier was killed."}
+    assert run_cli_json(root, "recover-lock", input_file=write_json(inputs / "l.json", observation))[0] == 0
+    given = json.loads(hint.split("FILE holding ", 1)[1].split(" (outcome failed", 1)[0])
+    code, reconciled, err = run_cli_json(
+        root, "reconcile", "alpha", "t0", input_file=write_json(inputs / "c.json", given)
+    )
+    assert code == 0, (reconciled, err)
+    attempt = latest_attempt(reconciled, "t0")
+    assert attempt is not None and attempt["verification"] == {"status": "pending", "checks": []}
+    assert attempt["verificationHistory"][-1]["status"] == "ambiguous"
+    assert "runningVerification" not in observe.inspect_run(str(root), "alpha")["observations"][0]

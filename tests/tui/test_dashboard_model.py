@@ -96,9 +96,18 @@ def test_a_rescan_rereads_only_changed_run_files_and_reobserves_only_changed_tas
         parsed.append(canonical.parse(text)["run"]["id"])
         return real_parse(text)
 
+    real_parse_plain = canonical.parse_plain  # the orjson path, taken once orjson is loaded
+
+    def counting_parse_plain(raw: bytes) -> Any:
+        result = real_parse_plain(raw)
+        if result is not None:
+            parsed.append(result[0]["run"]["id"])
+        return result
+
     monkeypatch.setattr(os, "open", counting_open)
     monkeypatch.setattr(observe, "observe_task", counting_observe)
     monkeypatch.setattr(canonical, "parse_for_hashing", counting_parse)
+    monkeypatch.setattr(canonical, "parse_plain", counting_parse_plain)
     scanner = ProjectScanner(root)
 
     def scan() -> frozenset[str]:
