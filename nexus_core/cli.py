@@ -130,7 +130,9 @@ def _command() -> Any:
         "  nexus start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK\n"
         "        [--input FILE] [--json] [-d DIR]\n"
         "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
-        "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]",
+        "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]\n"
+        "  nexus schedule add|list|show|runs|pause|resume|delete|run ... [--json] [-d DIR]\n"
+        "  nexus scheduler [-d DIR ...] [--event-log FILE]",
     )
     @click.argument("action")
     @click.argument("run", required=False)
@@ -236,6 +238,10 @@ def main(argv: list[str] | None = None) -> None:
         from .supervise import supervise_main
 
         supervise_main(list(words))
+    if words and words[0] in ("schedule", "scheduler"):
+        from .schedule.command import schedule_main
+
+        schedule_main(list(words))
     plain = _plain_inspect(list(words))
     if plain is not None:
         run_action("inspect", plain[0], None, plain[1], None, None, plain[2])

@@ -189,8 +189,13 @@ def _usage_error(message: str) -> NoReturn:
 def supervise_main(argv: list[str]) -> NoReturn:
     """``nexus wait ...`` and ``nexus loop ...``: argv starts with the command name."""
     command = wait_command if argv[0] == "wait" else loop_command
+    run_click(command, argv[1:], f"nexus {argv[0]}")
+
+
+def run_click(command: click.Command, args: list[str], prog_name: str) -> NoReturn:
+    """Run a click command with nexus's usage errors (``error: ...``, exit 1), never click's."""
     try:
-        command.main(args=argv[1:], prog_name=f"nexus {argv[0]}", standalone_mode=False)
+        command.main(args=args, prog_name=prog_name, standalone_mode=False)
     except click.exceptions.NoSuchOption as error:
         _usage_error(f"unknown option '{error.option_name}'")
     except click.exceptions.MissingParameter as error:

@@ -34,17 +34,27 @@ INTERVAL = re.compile(r"(0|[1-9][0-9]*)([smh])\Z", re.ASCII)
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 
 
-def parse_interval(text: str) -> int:
-    """``30s`` .. ``24h`` as whole seconds, minutes or hours; anything else is refused."""
+def parse_duration(text: str, option: str, low: int, high: int) -> int:
+    """A whole number of seconds, minutes or hours (``30s``, ``5m``, ``2h``) within
+    ``low``..``high`` seconds, as seconds; anything else is refused, naming ``option``."""
     match = INTERVAL.match(text)
     if not match:
         raise NexusError(
-            f"--every takes a whole number of seconds, minutes or hours such as 30s, 5m or 2h; got {text!r}."
+            f"{option} takes a whole number of seconds, minutes or hours such as 30s, 5m or 2h; got {text!r}."
         )
     seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)]
-    if not LOOP_MIN_SECONDS <= seconds <= LOOP_MAX_SECONDS:
-        raise NexusError(f"--every must be between 30s and 24h; got {text}.")
+    if not low <= seconds <= high:
+        raise NexusError(f"{option} must be between {_span(low)} and {_span(high)}; got {text}.")
     return seconds
+
+
+def _span(seconds: int) -> str:
+    return f"{seconds // 3600}h" if seconds % 3600 == 0 else f"{seconds}s"
+
+
+def parse_interval(text: str) -> int:
+    """``--every``: ``30s`` .. ``24h``."""
+    return parse_duration(text, "--every", LOOP_MIN_SECONDS, LOOP_MAX_SECONDS)
 
 
 @dataclass
@@ -325,6 +335,19 @@ def run_loop(
             say(f"{missed} tick(s) skipped: the previous tick was still running")
 
 
+def tick_summary(snapshot: Snapshot) -> str:
+    """``sequence 7; 1 accepted, 1 awaiting-verify; 0 stale, 0 overdue`` (a readable run)."""
+    assert snapshot.view is not None
+    observations = snapshot.view.get("observations") or []
+    stale = sum(1 for o in observations if o.get("stale"))
+    overdue = sum(1 for o in observations if o.get("overdue"))
+    counts: dict[str, int] = {}
+    for item in classify_run(snapshot.view, None, snapshot.at_ms):
+        counts[item.state] = counts.get(item.state, 0) + 1
+    tally = ", ".join(f"{n} {name}" for name, n in counts.items())
+    return f"sequence {snapshot.sequence}; {tally}; {stale} stale, {overdue} overdue"
+
+
 def _report_tick(
     say: Callable[[str], None], tick: int, previous: Snapshot | None, snapshot: Snapshot, run_id: str
 ) -> None:
@@ -334,12 +357,7 @@ def _report_tick(
     observations = snapshot.view.get("observations") or []
     stale = [o for o in observations if o.get("stale")]
     overdue = [o for o in observations if o.get("overdue")]
-    states = classify_run(snapshot.view, None, snapshot.at_ms)
-    counts: dict[str, int] = {}
-    for item in states:
-        counts[item.state] = counts.get(item.state, 0) + 1
-    tally = ", ".join(f"{n} {name}" for name, n in counts.items())
-    say(f"tick {tick}: sequence {snapshot.sequence}; {tally}; {len(stale)} stale, {len(overdue)} overdue")
+    say(f"tick {tick}: {tick_summary(snapshot)}")
     if previous is None:
         for item in stale:
             say(f"  stale: task {item['taskId']}: {item.get('staleReason')}")
