@@ -213,7 +213,7 @@ def list_schedules(directory: str, read_only: bool = True) -> list[dict[str, Any
     with db.opened(_existing(directory), read_only=read_only) as connection:
         if connection is None:
             return []
-        rows = connection.execute("SELECT * FROM schedules ORDER BY created_at_ms, id").fetchall()
+        rows = connection.execute("SELECT * FROM schedules ORDER BY created_at_ms, rowid").fetchall()
         return [schedule_json(connection, row) for row in rows]
 
 
@@ -333,12 +333,24 @@ def _claim_values(runner: Runner, now: int) -> tuple[int, int, str, str | None]:
     return (now, runner.pid, runner.host, runner.started)
 
 
-def claim_next(connection: sqlite3.Connection, runner: Runner, now: int) -> tuple[Claim | None, list[int]]:
+@dataclass(frozen=True)
+class Scan:
+    """What one claim transaction found: the claim (None when nothing is due), the occurrences
+    reaped or skipped on the way, and the database's ``data_version`` as that transaction saw
+    it (a later change by any other process moves it on: the runner's wake-up signal)."""
+
+    claim: Claim | None
+    touched: list[int]
+    data_version: int
+
+
+def claim_next(connection: sqlite3.Connection, runner: Runner, now: int) -> Scan:
     """In one transaction: reap dead claims, then claim the most overdue occurrence (a manual
     request first) and advance its schedule. Missed occurrences collapse into one (catch-up
-    ``run-once``) or are recorded as skipped (``skip``). Returns the claim (None when nothing is
-    due) and the occurrences reaped or skipped on the way, for the runner's report."""
+    ``run-once``) or are recorded as skipped (``skip``)."""
     with db.transaction(connection):
+        # Inside the transaction: no other process can commit between this read and our COMMIT.
+        version = connection.execute("PRAGMA data_version").fetchone()[0]
         touched = reap_dead_claims(connection, now)
         connection.execute(
             "INSERT OR REPLACE INTO runners (id, pid, host, started, seen_at_ms) VALUES (?, ?, ?, ?, ?)",
@@ -355,7 +367,9 @@ def claim_next(connection: sqlite3.Connection, runner: Runner, now: int) -> tupl
                 "runner_started = ? WHERE id = ?",
                 (*_claim_values(runner, now), manual["occurrence_id"]),
             )
-            return _claim(manual, manual["occurrence_id"], "manual", manual["occurrence_due"], 0), touched
+            return Scan(
+                _claim(manual, manual["occurrence_id"], "manual", manual["occurrence_due"], 0), touched, version
+            )
         while True:
             row = connection.execute(
                 "SELECT * FROM schedules WHERE paused = 0 AND next_due_ms IS NOT NULL AND next_due_ms <= ? "
@@ -363,11 +377,11 @@ def claim_next(connection: sqlite3.Connection, runner: Runner, now: int) -> tupl
                 (now,),
             ).fetchone()
             if row is None:
-                return None, touched
+                return Scan(None, touched, version)
             claim, skipped = _advance(connection, row, runner, now)
             touched.extend(skipped)
             if claim is not None:
-                return claim, touched
+                return Scan(claim, touched, version)
 
 
 def _advance(

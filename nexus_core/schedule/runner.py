@@ -97,7 +97,7 @@ class Project:
         if connection is None:
             return None
         self.connection, self.inode = connection, inode
-        self.data_version = None
+        self.data_version = None  # set by the first claim transaction
         return connection
 
     def changed(self) -> bool:
@@ -110,13 +110,7 @@ class Project:
         if self.connection is None or inode != self.inode:
             return True
         version = self.connection.execute("PRAGMA data_version").fetchone()[0]
-        if self.data_version is None:
-            self.data_version = version
-            return False
-        if version != self.data_version:
-            self.data_version = version
-            return True
-        return False
+        return self.data_version is None or version != self.data_version
 
 
 @dataclass
@@ -229,8 +223,10 @@ def _scan(
         return None
     project.announced_missing = False
     while not stop.requests:
-        claim, touched = core.claim_next(connection, runner, clock.now_ms())
-        for occurrence in touched:
+        scan = core.claim_next(connection, runner, clock.now_ms())
+        project.data_version = scan.data_version
+        claim = scan.claim
+        for occurrence in scan.touched:
             row = core.occurrence_row(connection, occurrence)
             if row is not None:
                 _count(result, row["status"])
