@@ -55,27 +55,37 @@ class ScheduledProject(Project):
         env.pop(CLOCK_ENV, None)
         if clock is not None:
             env[CLOCK_ENV] = clock
-        process = subprocess.Popen(
-            nexus_command("scheduler", "-d", str(self.root), "--event-log", str(log), *extra),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        # stdout and stderr to files: a pipe nobody reads would fill and block the runner.
+        with open(f"{log}.out", "w") as out, open(f"{log}.err", "w") as err:
+            process = subprocess.Popen(
+                nexus_command("scheduler", "-d", str(self.root), "--event-log", str(log), *extra),
+                stdout=out,
+                stderr=err,
+                text=True,
+                env=env,
+            )
+        process.log = log  # type: ignore[attr-defined]
         until(lambda: "scheduler-started" in (log.read_text() if log.exists() else ""), what="scheduler to start")
         return process
 
     def rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        connection = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        # Read-write: a killed runner's hot journal needs a writer to roll it back.
+        connection = sqlite3.connect(self.db, timeout=30)
         try:
             return connection.execute(sql, params).fetchall()
         finally:
             connection.close()
 
 
-def stop_scheduler(process: subprocess.Popen[str]) -> tuple[str, str]:
-    process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=60)
+def scheduler_output(process: subprocess.Popen[str]) -> tuple[str, str]:
+    log = process.log  # type: ignore[attr-defined]
+    return Path(f"{log}.out").read_text(), Path(f"{log}.err").read_text()
+
+
+def stop_scheduler(process: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[str, str]:
+    process.send_signal(sig)
+    process.wait(timeout=60)
+    out, err = scheduler_output(process)
     assert process.returncode == 0, err
     return out, err
 

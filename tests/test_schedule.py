@@ -328,7 +328,7 @@ def test_a_claim_of_a_killed_runner_is_recorded_failed_by_the_next_scan(
     project.schedule("run", schedule["id"])
     until(lambda: bool(_sleepers(marker)), what="the check to run")
     first.send_signal(signal.SIGKILL)
-    first.communicate(timeout=30)
+    first.wait(timeout=30)
     assert [o["status"] for o in project.runs(schedule["id"])] == ["claimed"]
     for pid in _sleepers(marker):
         os.kill(pid, signal.SIGKILL)  # the orphaned verification, killed too (a host crash)
@@ -347,9 +347,8 @@ def test_ctrl_c_stops_the_scheduler_cleanly_and_an_existing_event_log_is_refused
     log = tmp_path / "events.jsonl"
     runner = project.scheduler(log)  # no database yet: it waits for one, creating nothing
     assert not project.db.exists()
-    runner.send_signal(signal.SIGINT)
-    _out, err = runner.communicate(timeout=30)
-    assert runner.returncode == 0 and "nexus scheduler: stopped; 0 fired, 0 skipped, 0 failed." in err
+    _out, err = stop_scheduler(runner, signal.SIGINT)
+    assert "nexus scheduler: stopped; 0 fired, 0 skipped, 0 failed." in err
     assert not project.db.exists()
     done = subprocess.run(
         nexus_command("scheduler", "-d", str(project.root), "--event-log", str(log)), capture_output=True, text=True

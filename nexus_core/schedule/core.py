@@ -205,12 +205,14 @@ def _row(connection: sqlite3.Connection, schedule_id: str) -> sqlite3.Row:
 
 
 def _existing(directory: str) -> str:
-    """The project root; a command about a schedule never creates the database."""
+    """The project root; a command about a schedule never creates the database. Reading
+    commands open it read-write too: a transaction a killed writer left half-done (a hot
+    journal) can only be rolled back by a writer, and they must not fail on it."""
     return root_of(directory)
 
 
-def list_schedules(directory: str, read_only: bool = True) -> list[dict[str, Any]]:
-    with db.opened(_existing(directory), read_only=read_only) as connection:
+def list_schedules(directory: str) -> list[dict[str, Any]]:
+    with db.opened(_existing(directory)) as connection:
         if connection is None:
             return []
         rows = connection.execute("SELECT * FROM schedules ORDER BY created_at_ms, rowid").fetchall()
@@ -218,7 +220,7 @@ def list_schedules(directory: str, read_only: bool = True) -> list[dict[str, Any
 
 
 def show_schedule(directory: str, schedule_id: str) -> dict[str, Any]:
-    with db.opened(_existing(directory), read_only=True) as connection:
+    with db.opened(_existing(directory)) as connection:
         if connection is None:
             raise NexusError(f"Unknown schedule: {schedule_id} (this project has no schedules)")
         shown = schedule_json(connection, _row(connection, schedule_id))
@@ -234,7 +236,7 @@ def _history(connection: sqlite3.Connection, schedule_id: str, limit: int | None
 
 
 def schedule_runs(directory: str, schedule_id: str) -> list[dict[str, Any]]:
-    with db.opened(_existing(directory), read_only=True) as connection:
+    with db.opened(_existing(directory)) as connection:
         if connection is None:
             raise NexusError(f"Unknown schedule: {schedule_id} (this project has no schedules)")
         _row(connection, schedule_id)

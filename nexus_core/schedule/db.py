@@ -167,6 +167,8 @@ def _verify_contents(connection: sqlite3.Connection, path: str) -> None:
 
 def _migrate(connection: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> None:
     """Apply what is missing, each migration in its own transaction with its record."""
+    if connection.execute("PRAGMA user_version").fetchone()[0] >= upto:
+        return  # up to date: no write lock taken
     for version, name, statements in MIGRATIONS:
         if version > upto:
             break
@@ -284,6 +286,12 @@ def inventory_summary(root: str) -> dict[str, Any] | None:
             statuses = dict(connection.execute("SELECT status, count(*) FROM occurrences GROUP BY status").fetchall())
     except NexusError as error:
         return {"error": error.message}
+    except sqlite3.OperationalError as error:
+        # Read-only cannot roll back a transaction a killed writer left (a hot journal).
+        return {
+            "error": f"The schedules database {db_path(root)} could not be read now ({error}); the next "
+            "nexus schedule command or scheduler completes any interrupted transaction."
+        }
     except sqlite3.Error as error:
         return {"error": f"The schedules database {db_path(root)} could not be read ({error})."}
     return {
