@@ -444,3 +444,35 @@ def test_a_symlinked_or_shared_database_is_refused(project: ScheduledProject, tm
     os.chmod(project.db, 0o666)
     done = project.schedule("list", ok=False)
     assert done.returncode == 1 and "is unsafe (group- or world-writable)" in done.stderr
+
+
+# ----------------------------------------------------------------- the systemd example
+
+
+def test_the_systemd_unit_runs_the_scheduler_and_the_readme_shows_it(tmp_path: Path) -> None:
+    import configparser
+    import shlex
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "examples" / "nexus-scheduler.service").read_text()
+    unit = configparser.ConfigParser(interpolation=None, strict=False)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]
+    unit.read_string(text)
+    service = unit["Service"]
+    assert (service["KillMode"], service["KillSignal"]) == ("mixed", "SIGTERM")
+    words = shlex.split(service["ExecStart"].replace("%h", str(tmp_path)))
+    assert Path(words[0]).name == "nexus" and words[1] == "scheduler"
+    (tmp_path / "projects" / "app").mkdir(parents=True)
+    log = tmp_path / "events.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nexus_core.cli", *words[1:], "--event-log", str(log)],
+        cwd=service["WorkingDirectory"].replace("%h", str(tmp_path)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    until(lambda: "scheduler-started" in (log.read_text() if log.exists() else ""), what="the unit's scheduler")
+    process.send_signal(signal.SIGTERM)  # what systemctl stop sends
+    assert process.wait(timeout=60) == 0
+    assert events_in(log)[0]["projects"] == [str(tmp_path / "projects" / "app")]
+    assert "examples/nexus-scheduler.service" in (root / "README.md").read_text()
