@@ -7,6 +7,7 @@ from typing import Any, NoReturn
 
 from . import canonical
 from .errors import NexusError
+from .terminal import terminal_safe
 
 MUTATIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
 USAGE = (
@@ -22,8 +23,11 @@ def _write(stream: Any, text: str) -> None:
 
 
 def human_summary(result: dict[str, Any]) -> str:
+    """The human form of ``result``, safe for a terminal: worker-controlled text (identities,
+    hints, stale reasons naming files) cannot act on it or forge a line."""
     if not isinstance(result.get("tasks"), list):
-        return canonical.pretty(result)
+        # JSON escapes C0 already; C1, DEL and bidi controls pass JSON untouched.
+        return terminal_safe(canonical.pretty(result))
     observations = {o["taskId"]: o for o in result.get("observations") or []}
     lines = [f"Nexus run {result['id']} \u2014 durable task coordination"]
     for task in result["tasks"]:
@@ -41,7 +45,7 @@ def human_summary(result: dict[str, Any]) -> str:
                 line += f" STALE: {observation['staleReason']}"
             lines.append(line)
     lines.append(CLOSING)
-    return "\n".join(lines)
+    return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 
 
 def exit_code_for(action: str, task_id: str | None, result: dict[str, Any]) -> int:
@@ -110,7 +114,7 @@ def dispatch(
 
 
 def _usage_error(message: str) -> NoReturn:
-    _write(sys.stderr, f"error: {message}\n")
+    _write(sys.stderr, f"error: {terminal_safe(message, one_line=True)}\n")
     sys.exit(1)
 
 
@@ -187,7 +191,7 @@ def _fail(message: str, as_json: bool) -> NoReturn:
     if as_json:
         _write(sys.stdout, canonical.compact({"schemaVersion": 1, "status": "error", "error": message}) + "\n")
     else:
-        _write(sys.stderr, f"Nexus: {message}\n")
+        _write(sys.stderr, f"Nexus: {terminal_safe(message, one_line=True)}\n")
     sys.exit(1)
 
 

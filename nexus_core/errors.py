@@ -24,3 +24,14 @@ class NexusError(Exception):
 def fail(text: str) -> NexusError:
     """An engine error: the message carries the ``Nexus: `` prefix, like the reference."""
     return NexusError(ENGINE_PREFIX + text)
+
+
+def message_of(error: BaseException) -> str:
+    """The words an operator reads for ``error``: a NexusError's exact interface text (any error
+    with a ``message``), an OSError's reason and file, else ``str(error)`` (or its type's name)."""
+    message = getattr(error, "message", None)
+    if isinstance(message, str):
+        return message
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    return str(error) or type(error).__name__

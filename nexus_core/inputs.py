@@ -1,7 +1,8 @@
 """Strict reading of --plan and --input files (SPEC 8.2 and DESIGN 3).
 
 Bytes are refused, never repaired: empty, over 1 MiB, not UTF-8, NUL, lone surrogates, a BOM
-or invalid JSON each give a clear message naming the file. Nothing is written.
+or invalid JSON each give a clear message naming the file. So is a file another user owns or
+can write (not in the reference). Nothing is written.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from . import canonical
 from .errors import NexusError
+from .store import unsafe_reason
 
 INPUT_LIMIT = 1048576
 
@@ -45,6 +47,14 @@ def read_input_file(file: str | None, option: str) -> dict[str, Any]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
+            # Checked on the file actually read: a plan's checks run as the operator and an
+            # input decides a mutation in their name, so a file another user can write is refused.
+            reason = unsafe_reason(os.fstat(handle.fileno()), root_may_own=True)
+            if reason is not None:
+                raise NexusError(
+                    f"{option} file is {reason}; another user could have written it, so it was not used: "
+                    f"{path}. Use a copy only you can write."
+                )
             raw = handle.read(INPUT_LIMIT + 1)
     except OSError as error:
         raise NexusError(f"{option} file cannot be read ({error.strerror}): {path}") from None

@@ -117,7 +117,7 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
             receipt = process.get("receipt") or {}
             hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
     kept_receipt = (
-        receipt_file_status(root, run["id"], attempt)
+        receipt_file_status(root, run["id"], attempt, run["planHash"])
         if attempt and attempt["backend"].get("kind") == "process"
         else None
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -27,24 +28,14 @@ def _validate_relative_file(file: str) -> None:
         raise NexusError(f"Adapter file must be a relative project path: {file}")
 
 
-def safe_target(root: str, file: str, trusted_dir: str | None = None) -> str:
-    """Absolute path of ``file`` under ``root``; every existing component must be real.
-
-    ``trusted_dir`` names a directory this operation has just walked with lstat (a scope
-    walk): components up to it are not re-checked, which keeps large snapshots cheap.
-    """
+def safe_target(root: str, file: str) -> str:
+    """Absolute path of ``file`` under ``root``; every existing component must be real."""
     _validate_relative_file(file)
     target = os.path.join(root, file)
     parts = target.split("/")
-    start = 1
     current = ""
-    if trusted_dir is not None and target.startswith(trusted_dir + "/"):
-        current = trusted_dir
-        start = trusted_dir.count("/") + 1
-    else:
-        current = ""
     last = len(parts) - 1
-    for index in range(start, len(parts)):
+    for index in range(1, len(parts)):
         current = current + "/" + parts[index]
         try:
             info = os.lstat(current)
@@ -60,6 +51,91 @@ def safe_target(root: str, file: str, trusted_dir: str | None = None) -> str:
         elif not stat.S_ISDIR(info.st_mode):
             raise NexusError(f"Adapter parent is not a directory: {current}")
     return target
+
+
+# Descriptor-relative opens: each component is opened relative to its parent's descriptor and
+# never through a symlink, so a symlink swapped in at any depth after a check is never followed.
+# O_PATH (where there is one) needs no read permission, like the lstat walk above.
+_PASSING = getattr(os, "O_PATH", os.O_RDONLY) | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+_LISTING = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+# O_NONBLOCK: a file swapped for a FIFO never blocks the open; fstat then refuses it.
+_READING = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _kind_at(dir_fd: int, name: str) -> int | None:
+    """The lstat mode of ``name`` in ``dir_fd``, None when it is gone."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def open_directory_at(dir_fd: int, name: str, absolute: str, *, listing: bool = False) -> int | None:
+    """Directory ``name`` of ``dir_fd`` opened without following a symlink (``listing``: readable
+    for ``os.scandir``); None when it is missing. A symlink or a non-directory raises SPEC 1.4's
+    messages for ``absolute``."""
+    try:
+        return os.open(name, _LISTING if listing else _PASSING, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno not in (errno.ENOTDIR, errno.ELOOP):
+            raise
+    mode = _kind_at(dir_fd, name)
+    if mode is None:
+        return None
+    if stat.S_ISLNK(mode):
+        raise NexusError(f"Adapter path contains a symlink or junction: {absolute}")
+    raise NexusError(f"Adapter parent is not a directory: {absolute}")
+
+
+def open_directory(path: str) -> int | None:
+    """Absolute ``path`` opened one component at a time from ``/`` (never through a symlink);
+    None when a component is missing."""
+    fd = os.open("/", _PASSING)
+    current = ""
+    for name in path.split("/"):
+        if not name:
+            continue
+        current += "/" + name
+        try:
+            child = open_directory_at(fd, name, current)
+        finally:
+            os.close(fd)
+        if child is None:
+            return None
+        fd = child
+    return fd
+
+
+def open_file_at(dir_fd: int, name: str, absolute: str) -> int | None:
+    """File ``name`` of ``dir_fd`` opened for reading without following a symlink; None when it
+    is missing. The caller fstats the descriptor: only a regular file may be read."""
+    try:
+        return os.open(name, _READING, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise NexusError(f"Adapter path contains a symlink or junction: {absolute}") from None
+        if error.errno == errno.ENXIO:  # a socket
+            raise NexusError(f"Adapter target is not a regular file: {absolute}") from None
+        raise
+
+
+def open_project_file(root: str, file: str) -> int | None:
+    """Project file ``file`` opened with every component checked on its descriptor (SPEC 1.4's
+    rules and messages, without the race between check and open); None when it is missing."""
+    _validate_relative_file(file)
+    target = os.path.join(root, file)
+    parent, name = target.rsplit("/", 1)
+    dir_fd = open_directory(parent)
+    if dir_fd is None:
+        return None
+    try:
+        return open_file_at(dir_fd, name, target)
+    finally:
+        os.close(dir_fd)
 
 
 def root_of(directory: str) -> str:

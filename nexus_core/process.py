@@ -694,16 +694,36 @@ def read_receipt_file(root: str, run_id: str, attempt_id: str) -> dict[str, Any]
     return record
 
 
-def receipt_file_status(root: str, run_id: str, attempt: Attempt) -> str | None:
-    """For inspect: the relative path of a recoverable receipt waiting for collect, or None."""
+def kept_receipt_belongs(receipt: dict[str, Any], attempt: Attempt, plan_hash: str | None) -> bool:
+    """Whether collect may store this kept receipt on ``attempt``: same attempt, same owning
+    backend, same plan (``plan_hash`` None: not checked)."""
+    return (
+        receipt.get("attemptId") == attempt.get("id")
+        and canonical.same(receipt.get("backend"), attempt.get("backend"))
+        and (plan_hash is None or receipt.get("planHash") == plan_hash)
+    )
+
+
+def receipt_file_status(root: str, run_id: str, attempt: Attempt, plan_hash: str | None = None) -> str | None:
+    """For inspect: the relative path of a recoverable receipt collect would accept, or None.
+
+    A kept receipt that collect would refuse (unreadable, tampered, for another owner or plan,
+    or an attempt reconciled since) is never offered."""
     process = attempt.get("process")
     if not isinstance(process, dict) or process.get("receipt") is not None or process.get("collectedAt"):
         return None
+    if process.get("status") not in ("starting", "running") or attempt.get("reconciliation") is not None:
+        return None
+    if attempt.get("reconciliations"):
+        return None
     rel = receipt_file(run_id, str(attempt.get("id")))
     try:
-        return rel if os.path.isfile(safe_target(root, rel)) else None
+        if not os.path.isfile(safe_target(root, rel)):
+            return None
+        record = read_receipt_file(root, run_id, str(attempt.get("id")))
     except (NexusError, OSError):
         return None
+    return rel if record is not None and kept_receipt_belongs(record["receipt"], attempt, plan_hash) else None
 
 
 def _remove_receipt_file(root: str, run_id: str, attempt_id: str) -> None:
@@ -795,7 +815,18 @@ def launch_task(
         try:
             return mutate(directory, run_id, finalize, patient=True, patience=RECEIPT_PATIENCE_SECONDS)
         except BaseException as failure:
-            # Never lose the receipt: keep it beside the state for inspect and collect.
+            if isinstance(failure, NexusError) and not isinstance(failure, WriterBusy):
+                # The core refused the receipt (SPEC 5.7 step 7.1: ownership replaced, state
+                # unusable): as in the reference it is not stored, and nothing collect would
+                # refuse is kept.
+                raise
+            # The save lost the race for writer.lock (or was cut short): keep the receipt beside
+            # the state for inspect and collect, unless the attempt is no longer ours.
+            refusal = _ownership_refusal(root, run_id, task_id, attempt_id, backend)
+            if refusal is not None:
+                if isinstance(failure, Exception):
+                    raise refusal from None
+                raise
             problem = _error_text(failure) if isinstance(failure, Exception) else type(failure).__name__
             try:
                 kept = write_receipt_file(root, run_id, task_id, receipt, child_pid, problem)
@@ -810,6 +841,20 @@ def launch_task(
                 f"The process receipt could not be stored in the run state ({problem}); it was kept in {kept}. "
                 "Inspect the run; collect accepts this exact receipt."
             ) from None
+
+
+def _ownership_refusal(
+    root: str, run_id: str, task_id: str, attempt_id: str, backend: dict[str, Any]
+) -> NexusError | None:
+    """The refusal the receipt's save would meet, read without the lock (like a launch poll);
+    None when the attempt is still owned or the state cannot be read now."""
+    try:
+        owned_attempt(load_run(root, run_id), task_id, attempt_id, backend)
+    except NexusError as refusal:
+        return refusal
+    except OSError:
+        return None
+    return None
 
 
 def _supervise_and_build(
@@ -879,11 +924,7 @@ def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run
             record = read_receipt_file(root, run["id"], attempt["id"])
             if record is not None:
                 receipt = record["receipt"]
-                if (
-                    receipt.get("attemptId") != attempt["id"]
-                    or not canonical.same(receipt.get("backend"), attempt["backend"])
-                    or receipt.get("planHash") != run["planHash"]
-                ):
+                if not kept_receipt_belongs(receipt, attempt, run["planHash"]):
                     raise fail("Foreign or corrupt process receipt.")
                 child_pid = record.get("childPid")
                 written = record.get("writtenAt")

@@ -13,8 +13,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import canonical
-from .errors import fail
-from .paths import directory_at, relative, safe_target
+from .errors import NexusError, fail
+from .paths import (
+    directory_at,
+    open_directory,
+    open_directory_at,
+    open_file_at,
+    open_project_file,
+    relative,
+    safe_target,
+)
 
 FILE_LIMIT = 16 * 1024 * 1024
 SCOPE_FILE_LIMIT = 10000
@@ -58,33 +66,34 @@ def _digest_path(path: str) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def file_hash(root: str, file: str, required: bool, trusted_dir: str | None = None) -> str | None:
+def file_hash(root: str, file: str, required: bool) -> str | None:
     relative(file)
-    path = safe_target(root, file, trusted_dir)
-    try:
-        # O_NONBLOCK: should the path turn into a FIFO after the check, never wait on it.
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+    fd = open_project_file(root, file)
+    if fd is None:
         if required:
-            raise fail(f"Required file is missing: {file}") from None
+            raise fail(f"Required file is missing: {file}")
         return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise fail(f"Adapter target is not a regular file: {path}")
-        if info.st_size > FILE_LIMIT:
-            raise fail(f"File exceeds the 16 MiB snapshot limit: {file}")
-        cache = _observed.get()
-        if cache is not None:
-            hit = cache.get(_cache_key(info))
-            if hit is not None:
-                return hit
-        digest = _digest_fd(fd, info.st_size)
+        return _digest_regular(fd, file, os.path.join(root, file))
     finally:
         os.close(fd)
-    if cache is not None:
-        cache[_cache_key(info)] = digest
-    return digest
+
+
+def _digest_regular(fd: int, file: str, absolute: str) -> str:
+    """sha256 of the open ``fd``, refused unless it is a regular file within the size limit."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise NexusError(f"Adapter target is not a regular file: {absolute}")
+    if info.st_size > FILE_LIMIT:
+        raise fail(f"File exceeds the 16 MiB snapshot limit: {file}")
+    cache = _observed.get()
+    if cache is None:
+        return _digest_fd(fd, info.st_size)
+    key = _cache_key(info)
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = _digest_fd(fd, info.st_size)
+    return hit
 
 
 def _digest_fd(fd: int, size: int) -> str:
@@ -111,58 +120,130 @@ def files_snapshot(root: str, files: list[str], required: bool = True) -> dict[s
     return {f: file_hash(root, f, required) for f in ordered}
 
 
-def _is_regular_file(root: str, rel: str) -> bool:
+_DIRECTORY_PROBE = ".nexus-directory-probe"
+
+
+class _ScopeWalk:
+    """SPEC 5.0.2's scope walk, every directory and file opened relative to its parent's
+    descriptor without following a symlink: a directory swapped for a symlink after its check
+    can never lead the walk (or a hash) outside the project.
+
+    Files are hashed as they are found, while their directory is open; a file's own refusal
+    (missing, not regular, too large) waits until the walk is done and is raised in sorted
+    order, so results and errors are those of the reference's walk-then-hash."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.hashes: dict[str, str | Exception] = {}
+        self.walked = 0
+
+    def file(self, dir_fd: int, name: str, rel: str) -> None:
+        if rel in self.hashes:
+            return
+        absolute = os.path.join(self.root, rel)
+        try:
+            fd = open_file_at(dir_fd, name, absolute)
+            if fd is None:
+                raise fail(f"Required file is missing: {rel}")
+            try:
+                self.hashes[rel] = _digest_regular(fd, rel, absolute)
+            finally:
+                os.close(fd)
+        except (NexusError, OSError) as error:
+            self.hashes[rel] = error
+
+    def count(self) -> None:
+        self.walked += 1
+        if self.walked > SCOPE_FILE_LIMIT:
+            raise fail("Scope exceeds the 10000 file snapshot limit.")
+
+    def scope(self, scope: str) -> None:
+        target = os.path.join(self.root, scope)
+        if _is_regular_file(target):
+            safe_target(self.root, scope)
+            parent_fd = open_directory(os.path.dirname(target))
+            if parent_fd is None:
+                self.hashes.setdefault(scope, fail(f"Required file is missing: {scope}"))
+                return
+            try:
+                self.file(parent_fd, os.path.basename(target), scope)
+            finally:
+                os.close(parent_fd)
+            return
+        safe_target(self.root, scope + "/.nexus-scope-probe")
+        relative(scope)
+        parent_fd = open_directory(os.path.dirname(target))
+        if parent_fd is None:
+            return
+        try:
+            self.entry(parent_fd, os.path.basename(target), scope, None)
+        finally:
+            os.close(parent_fd)
+
+    def entry(self, dir_fd: int, name: str, rel: str, kind: int | None) -> None:
+        """``kind``: the entry's file type as listed, or None to look."""
+        if kind is None:
+            try:
+                kind = stat.S_IFMT(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+            except FileNotFoundError:
+                return
+        if kind == stat.S_IFLNK:
+            raise fail(f"Scope contains a symlink or junction: {rel}")
+        if kind == stat.S_IFDIR:
+            absolute = os.path.join(self.root, rel)
+            fd = open_directory_at(dir_fd, name, absolute, listing=True)
+            if fd is None:
+                raise fail(f"Directory is missing: {rel}")
+            try:
+                self.directory(fd, rel, absolute)
+            finally:
+                os.close(fd)
+        elif kind == stat.S_IFREG:
+            self.file(dir_fd, name, rel)
+            self.count()
+        else:
+            raise fail(f"Scope contains a non-regular file: {rel}")
+
+    def directory(self, fd: int, rel: str, absolute: str) -> None:
+        with os.scandir(fd) as listing:
+            entries = {entry.name: entry for entry in listing}
+        if _DIRECTORY_PROBE in entries:  # directoryAt's probe: a real one must be a regular file
+            safe_target(absolute, _DIRECTORY_PROBE)
+        for name in canonical.js_sorted(entries):
+            child = rel + "/" + name
+            relative(child)
+            self.entry(fd, name, child, _listed_kind(entries[name]))
+
+
+def _listed_kind(entry: os.DirEntry[str]) -> int | None:
+    """The file type the directory listing gives (no system call), or None when it gives none."""
+    if entry.is_symlink():
+        return stat.S_IFLNK
+    if entry.is_dir(follow_symlinks=False):
+        return stat.S_IFDIR
+    if entry.is_file(follow_symlinks=False):
+        return stat.S_IFREG
+    return None
+
+
+def _is_regular_file(path: str) -> bool:
     try:
-        return stat.S_ISREG(os.lstat(os.path.join(root, rel)).st_mode)
+        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
 
 
-def scope_files(root: str, scopes: list[str]) -> list[tuple[str, str | None]]:
-    """Files of a scope as (relative path, trusted directory already walked)."""
-    found: list[tuple[str, str | None]] = []
-    walked = 0
-
-    def walk(rel: str) -> None:
-        nonlocal walked
-        relative(rel)
-        absolute = os.path.join(root, rel)
-        try:
-            info = os.lstat(absolute)
-        except FileNotFoundError:
-            return
-        mode = info.st_mode
-        if stat.S_ISLNK(mode):
-            raise fail(f"Scope contains a symlink or junction: {rel}")
-        if stat.S_ISDIR(mode):
-            directory_at(root, rel)
-            for name in canonical.js_sorted(os.listdir(absolute)):
-                walk(rel + "/" + name)
-        elif stat.S_ISREG(mode):
-            found.append((rel, os.path.dirname(absolute)))
-            walked += 1
-            if walked > SCOPE_FILE_LIMIT:
-                raise fail("Scope exceeds the 10000 file snapshot limit.")
-        else:
-            raise fail(f"Scope contains a non-regular file: {rel}")
-
-    for scope in scopes:
-        if _is_regular_file(root, scope):
-            safe_target(root, scope)
-            found.append((scope, None))
-        else:
-            safe_target(root, scope + "/.nexus-scope-probe")
-            walk(scope)
-    return found
-
-
 def scope_snapshot(root: str, scopes: list[str]) -> dict[str, str | None]:
-    entries = scope_files(root, scopes)
-    trusted: dict[str, str | None] = {}
-    for rel, directory in entries:
-        trusted.setdefault(rel, directory)
-    ordered = canonical.js_sorted(trusted)
-    return {rel: file_hash(root, rel, True, trusted[rel]) for rel in ordered}
+    walk = _ScopeWalk(root)
+    for scope in scopes:
+        walk.scope(scope)
+    snapshot: dict[str, str | None] = {}
+    for rel in canonical.js_sorted(walk.hashes):
+        digest = walk.hashes[rel]
+        if isinstance(digest, Exception):
+            raise digest
+        snapshot[rel] = digest
+    return snapshot
 
 
 def resolve_command(command: object) -> str:

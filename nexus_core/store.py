@@ -52,11 +52,14 @@ def make_dirs(path: str) -> None:
         os.mkdir(path, 0o700)
 
 
-def unsafe_reason(info: os.stat_result) -> str | None:
-    """Why a state or lock file must not be trusted for a mutation, or None."""
+def unsafe_reason(info: os.stat_result, *, root_may_own: bool = False) -> str | None:
+    """Why a state, lock or input file must not be trusted for a mutation, or None.
+
+    ``root_may_own``: a file root owns (and only root can write) is trusted too; root can act
+    as anyone already (an example plan installed system-wide)."""
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
-    if info.st_uid != os.geteuid():
+    if info.st_uid != os.geteuid() and not (root_may_own and info.st_uid == 0):
         return f"owned by uid {info.st_uid}, not by the current user"
     if info.st_mode & 0o022:
         return "group- or world-writable"

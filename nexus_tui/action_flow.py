@@ -14,6 +14,8 @@ from typing import Any
 
 from textual.app import App
 
+from nexus_core.terminal import terminal_safe
+
 from . import operations, recovery
 from .dialogs import Display, dialog_for
 from .operations import ActionLog, Preview
@@ -83,11 +85,11 @@ class ActionFlow:
 
     def _succeeded(self, action: str, result: dict[str, Any], words: str) -> None:
         self.last_result, self.last_error = result, None
-        self.app.notify(words, title=f"{action} done", markup=False)
+        self.app.notify(terminal_safe(words), title=f"{action} done", markup=False)
 
     def _failed(self, action: str, message: str) -> None:
         self.last_error = message
-        self.app.notify(message, title=f"{action} refused", severity="error", markup=False)
+        self.app.notify(terminal_safe(message), title=f"{action} refused", severity="error", markup=False)
 
     def _long_done(self, screen: ProgressScreen, result: dict[str, Any] | None) -> None:
         self.last_result, self.last_error = result, screen.error

@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Label
 
 from .operations import ActionLog, LogEntry
+from .render import plain
 
 COLUMNS = ("time", "action", "target", "input", "result")
 
@@ -44,11 +45,11 @@ class ActionLogPanel(Vertical):
 
     def on_mount(self) -> None:
         self.action_log.listener = self._entry_added
+        self.sync()  # the entries made before the panel was first shown (its first action's)
 
     def _entry_added(self, entry: LogEntry) -> None:
-        # Called from whichever thread appends; post_message is thread-safe.
+        # Called from whichever thread appends: only the (thread-safe) message, never the widget.
         self.post_message(self.EntryAdded(entry))
-        self.sync()
 
     def on_action_log_panel_entry_added(self, message: EntryAdded) -> None:
         message.stop()
@@ -58,12 +59,12 @@ class ActionLogPanel(Vertical):
         table = self.query_one(DataTable)
         entries = self.action_log.entries
         for entry in entries[self.shown :]:
-            result = Text(entry.result, style="" if entry.ok else "bold red")
+            result = plain(entry.result, "" if entry.ok else "bold red")
             table.add_row(
-                Text(entry.at[11:19]),
-                Text(entry.action),
-                Text(entry.target),
-                Text(entry.inputs),
+                plain(entry.at[11:19]),
+                plain(entry.action),
+                plain(entry.target, one_line=True),
+                plain(entry.inputs, one_line=True),
                 Text("ok: ", style="green").append_text(result) if entry.ok else Text("refused: ").append_text(result),
             )
         self.shown = len(entries)

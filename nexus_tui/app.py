@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, Tab
 from textual.worker import get_current_worker
 
 from nexus_core.store import BASE
+from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import now_ms
 
 from . import actions, render
@@ -647,7 +648,7 @@ class NexusApp(ActionsMixin, App[None]):
     def compose(self) -> ComposeResult:
         with TabbedContent(id="projects"):
             for index, directory in enumerate(self.directories):
-                label = os.path.basename(directory.rstrip("/")) or directory
+                label = terminal_safe(os.path.basename(directory.rstrip("/")) or directory, one_line=True)
                 with TabPane(label, id=f"tab-{index}"):
                     yield ProjectPane(index, directory, label)
         yield Footer()
@@ -907,7 +908,7 @@ class NexusApp(ActionsMixin, App[None]):
             self.notify(f"No {what} to copy here.", severity="warning", timeout=2)
             return
         self.copy_to_clipboard(value)
-        self.notify(f"Copied {what}: {value}", timeout=3, markup=False)
+        self.notify(terminal_safe(f"Copied {what}: {value}"), timeout=3, markup=False)
 
     def action_copy_focused(self) -> None:
         selection = self.selection()

@@ -18,8 +18,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, RadioButton, RadioSet, Static
 
+from nexus_core.terminal import terminal_safe
+
 from . import operations
 from .operations import Preview
+from .render import plain
 
 Display = Callable[[str], str]
 
@@ -45,18 +48,14 @@ RadioSet { width: 100%; }
 """
 
 
-def plain(text: str, style: str = "") -> Text:
-    """Untrusted text as plain text: brackets are shown, never interpreted as markup."""
-    return Text(text, style=style)
-
-
 def bullet_lines(lines: Iterable[str], display: Display) -> Text:
+    """One bullet per line; every line is untrusted text (made terminal-safe by ``plain``)."""
     out = Text()
     for index, line in enumerate(lines):
         if index:
             out.append("\n")
         shown = display(line)
-        out.append(shown if shown.startswith("  ") else f"• {shown}")
+        out.append(plain(shown if shown.startswith("  ") else f"• {shown}"))
     return out
 
 
@@ -85,6 +84,7 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
         self.preview = preview
         self.shown_text = display or (lambda text: text)
         self.answered = False
+        self.prefilled: dict[str, tuple[str, str]] = {}  # field id -> (shown value, original)
 
     # -- layout
     def compose(self) -> ComposeResult:
@@ -120,14 +120,21 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
             return
         if self.preview.backend_editable:
             yield Label("Backend identity (host handle and session)", classes="field-label")
-            yield Input(value=str(backend.get("id") or ""), placeholder="handle", id="backend_id")
-            yield Input(value=str(backend.get("sessionId") or ""), placeholder="session", id="backend_session")
+            yield self.prefilled_input("backend_id", str(backend.get("id") or ""), "handle")
+            yield self.prefilled_input("backend_session", str(backend.get("sessionId") or ""), "session")
         else:
             yield Label("Backend identity (from the attempt)", classes="field-label")
             words = f"{backend.get('kind')} {backend.get('id')} / {backend.get('sessionId')}"
             if backend.get("kind") == "process":
                 words += f" on {backend.get('hostname')}, supervisor pid {backend.get('ownerPid')}"
             yield Static(plain(self.shown_text(words)), classes="statement")
+
+    def prefilled_input(self, key: str, original: str, placeholder: str) -> Input:
+        """An Input showing ``original`` made terminal-safe (an Input renders its value raw);
+        left as shown, it still submits the original (a worker's identity must match exactly)."""
+        shown = terminal_safe(original, one_line=True)
+        self.prefilled[key] = (shown, original)
+        return Input(value=shown, placeholder=placeholder, id=key)
 
     def text_field(self, key: str, label: str, placeholder: str = "", value: str = "") -> ComposeResult:
         yield Label(label, classes="field-label")
@@ -144,7 +151,8 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
         found: dict[str, Any] = {}
         for field in self.query(Input):
             if field.id:
-                found[field.id] = field.value
+                shown, original = self.prefilled.get(field.id, (None, None))
+                found[field.id] = original if field.value == shown else field.value
         for box in self.query(Checkbox):
             if box.id:
                 found[box.id] = box.value

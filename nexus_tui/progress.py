@@ -18,9 +18,12 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from nexus_core.terminal import terminal_safe
+
 from . import operations
-from .dialogs import DIALOG_CSS, Display, plain
+from .dialogs import DIALOG_CSS, Display
 from .operations import ActionLog, Preview
+from .render import plain
 
 
 def elapsed_text(seconds: float) -> str:
@@ -166,7 +169,9 @@ class ProgressScreen(ModalScreen[dict[str, Any] | None]):
         if message.error is not None:
             result.update(plain(self.shown_text(message.error)))
             result.add_class("failed")
-            self.app.notify(message.error, title=f"{self.preview.action} refused", severity="error", markup=False)
+            self.app.notify(
+                terminal_safe(message.error), title=f"{self.preview.action} refused", severity="error", markup=False
+            )
         else:
             words = self.action_log.entries[-1].result if self.action_log.entries else "done"
             result.update(plain(self.shown_text(words)))

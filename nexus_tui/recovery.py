@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +21,7 @@ from nexus_core.store import RUN_ID, RUNS, list_run_ids, list_temp_files, load_r
 from nexus_core.timeutil import now_ms, parse_iso_ms
 
 EVIDENCE_DIR = ".bmad-plus/nexus/evidence"
+FRESH_PLANS_DIR = ".bmad-plus/nexus/fresh-plans"
 FRESH_RUN_WARNING = (
     "A fresh run starts every task again from nothing: it may redo work (and repeat external "
     "effects) that the old run already did. The old run file stays untouched as evidence."
@@ -45,12 +45,14 @@ class FileChange:
 
 @dataclass
 class FreshRun:
-    """How to start over from the same plan under a new, unused run id."""
+    """How to start over from the same plan under a new, unused run id.
+
+    There is no ``nexus create --plan`` command until the plan is saved: a command is only ever
+    offered for a file this process has just written (``save_fresh_plan``)."""
 
     old_run_id: str
     new_run_id: str
-    plan_file: str
-    command: str
+    root: str
     plan: dict[str, Any] | None  # None when the plan could not be recovered
     plan_problem: str | None = None
     # Why create would refuse the recovered plan right now (e.g. a check argument names an
@@ -61,6 +63,26 @@ class FreshRun:
     @property
     def plan_text(self) -> str | None:
         return None if self.plan is None else canonical.pretty(self.plan) + "\n"
+
+    @property
+    def default_plan_file(self) -> str:
+        """Inside the project, never in a shared directory such as /tmp."""
+        return os.path.join(self.root, FRESH_PLANS_DIR, f"{self.old_run_id}-{self.new_run_id}.json")
+
+    def create_command(self, plan_file: str) -> str:
+        return f"nexus create --plan {shlex.quote(plan_file)} -d {shlex.quote(self.root)}"
+
+
+class PlanFileExists(NexusError):
+    """The chosen plan file already exists: it was not written here, so it is never used."""
+
+    def __init__(self, path: str, suggestion: str) -> None:
+        super().__init__(
+            f"A file already exists at {path}. This dashboard did not write it, so it will not offer a "
+            f"command for it (it could hold someone else's checks). Choose another name, e.g. {suggestion}."
+        )
+        self.path = path
+        self.suggestion = suggestion
 
 
 @dataclass
@@ -78,10 +100,6 @@ class Situation:
     changes: list[FileChange] = field(default_factory=list)
     fresh_run: FreshRun | None = None
     lock_hash: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.command is None and self.fresh_run is not None:
-            self.command = self.fresh_run.command
 
     @property
     def key(self) -> str:
@@ -231,8 +249,6 @@ def fresh_run(root: str, run_id: str, plan: dict[str, Any] | None = None) -> Fre
     if plan is None:
         plan, problem = _plan_from_bytes(root, run_id)
     new_id = unused_run_id(root, run_id)
-    plan_file = os.path.join(tempfile.gettempdir(), f"nexus-plan-{new_id}.json")
-    command = f"nexus create --plan {shlex.quote(plan_file)} -d {shlex.quote(root)}"
     recovered = None
     create_problem = None
     if plan is not None:
@@ -247,19 +263,62 @@ def fresh_run(root: str, run_id: str, plan: dict[str, Any] | None = None) -> Fre
             create_problem = error.message
         except OSError as error:
             create_problem = f"{error.strerror}: {error.filename}"
-    return FreshRun(run_id, new_id, plan_file, command, recovered, problem, create_problem)
+    return FreshRun(run_id, new_id, root, recovered, problem, create_problem)
 
 
-def save_fresh_plan(advice: FreshRun) -> str:
-    """Write the recovered plan to ``advice.plan_file`` (new file only, 0600), outside the
-    project and its state. The operator then runs ``advice.command``."""
+def _next_free_name(path: str) -> str:
+    stem, extension = os.path.splitext(path)
+    for number in range(2, 1000):
+        candidate = f"{stem}-{number}{extension}"
+        if not os.path.lexists(candidate):
+            return candidate
+    return f"{stem}-{os.getpid()}{extension}"
+
+
+def _private_directory(directory: str) -> int:
+    """An fd of ``directory`` (not a symlink), refused when another user owns it or could write
+    to it: a file there could be swapped or planted under the operator's feet."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as error:
+        raise NexusError(f"The plan cannot be saved in {directory}: {error.strerror}.") from None
+    info = os.fstat(fd)
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        os.close(fd)
+        raise NexusError(
+            f"The plan is not saved in {directory}: other users can write there (or own it). "
+            "Choose a directory only you can write to, such as one inside the project."
+        )
+    return fd
+
+
+def save_fresh_plan(advice: FreshRun, path: str | None = None) -> str:
+    """Write the recovered plan to a NEW file (``O_CREAT|O_EXCL|O_NOFOLLOW``, mode 0600) at
+    ``path`` (default: inside the project). Returns the absolute path written; the operator may
+    then run ``advice.create_command(path)``. Raises PlanFileExists when anything is there."""
     text = advice.plan_text
     if text is None:
         raise NexusError(f"The plan of {advice.old_run_id} cannot be recovered: {advice.plan_problem}.")
-    fd = os.open(advice.plan_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return advice.plan_file
+    target = os.path.abspath(os.path.expanduser(path or advice.default_plan_file))
+    directory, name = os.path.split(target)
+    if target == advice.default_plan_file:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    dir_fd = _private_directory(directory)
+    try:
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+        except FileExistsError:
+            raise PlanFileExists(target, _next_free_name(target)) from None
+        except OSError as error:
+            raise NexusError(f"The plan cannot be saved to {target}: {error.strerror}.") from None
+        os.fchmod(fd, 0o600)  # whatever the umask
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    finally:
+        os.close(dir_fd)
+    return target
 
 
 # ----------------------------------------------------------------- project-level situations
@@ -361,12 +420,13 @@ def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Si
     if advice.plan is None:
         known.append(f"The plan cannot be recovered from the file: {advice.plan_problem}.")
         create = (
-            f"nexus create --plan PLAN.json -d {shlex.quote(root)}   "
+            f"\nnexus create --plan PLAN.json -d {shlex.quote(root)}   "
             f'(PLAN.json: your original plan file, with "id": "{advice.new_run_id}")'
         )
     else:
+        # The create command comes once the plan is saved (it names the file just written).
         known.append("Its stored plan is intact (it matches planHash) and can start a fresh run.")
-        create = advice.command
+        create = ""
     # Every start loads every run file (capacity), so the unreadable one must leave runs/;
     # it is moved whole, never edited, and kept as evidence beside the state.
     evidence_dir = os.path.join(root, EVIDENCE_DIR)
@@ -385,7 +445,7 @@ def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Si
             f"project is refused, so move it to {EVIDENCE_DIR}/ (first command).",
         ],
         f"Create a fresh run from the same plan under the new, unused id {advice.new_run_id}. {advice.warning}",
-        command=f"{move}\n{create}",
+        command=f"{move}{create}",
         fresh_run=advice,
     )
 

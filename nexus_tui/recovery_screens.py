@@ -15,12 +15,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, OptionList, Static
+from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from nexus_core.errors import message_of
+from nexus_core.terminal import terminal_safe
+
 from . import recovery
-from .dialogs import DIALOG_CSS, Display, bullet_lines, plain
+from .dialogs import DIALOG_CSS, Display, bullet_lines
 from .recovery import Situation
+from .render import plain
 
 ACTION_LABELS = {
     "start": "Start…",
@@ -54,7 +58,8 @@ class RecoveryScreen(ModalScreen[str | None]):
         self.situation = situation
         self.read_only = read_only
         self.shown_text = display or (lambda text: text)
-        self.saved_plan: str | None = None
+        self.saved_plan: str | None = None  # the plan file this screen wrote, if any
+        self.shown_default = ""
 
     def compose(self) -> ComposeResult:
         situation = self.situation
@@ -70,19 +75,23 @@ class RecoveryScreen(ModalScreen[str | None]):
                 if situation.then:
                     step += " Afterwards: " + ", ".join(situation.then) + "."
                 yield Static(plain(self.shown_text(step)), classes="statement")
-                if situation.command:
-                    yield Label("Commands (run them yourself after checking)", classes="section")
-                    yield Static(plain(self.shown_text(situation.command)), id="recovery-command")
                 advice = situation.fresh_run
+                if situation.command or (advice is not None and advice.plan is not None):
+                    yield Label("Commands (run them yourself after checking)", classes="section")
+                    shown = self.commands() or "(none yet: save the plan file below first)"
+                    yield Static(plain(self.shown_text(shown)), id="recovery-command")
                 if advice is not None:
                     if advice.plan is None:
                         words = f"The plan cannot be recovered from the run file: {advice.plan_problem}."
                     else:
                         words = (
-                            f"Save the recovered plan (new id {advice.new_run_id}) to {advice.plan_file}, "
-                            "then run the command above."
+                            f"Save the recovered plan (new id {advice.new_run_id}) to a new file; the "
+                            "nexus create command for it then appears above (and is copied)."
                         )
                     yield Static(plain(self.shown_text(words)), id="recovery-plan")
+                    if advice.plan is not None:
+                        yield Label("Plan file (created new, mode 0600; never overwritten)", classes="field-label")
+                        yield self.plan_path_input(advice)
                     if advice.create_problem:
                         refusal = (
                             f"create would refuse this plan now: {advice.create_problem} Move the old run's "
@@ -93,8 +102,8 @@ class RecoveryScreen(ModalScreen[str | None]):
             yield Static("", id="dialog-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Close", id="close")
-                if situation.command:
-                    yield Button("Copy command", id="copy-command")
+                if situation.command or (advice is not None and advice.plan is not None):
+                    yield Button("Copy command", id="copy-command", disabled=not self.commands())
                 if advice is not None and advice.plan is not None:
                     yield Button("Save plan file", id="save-plan", disabled=self.read_only)
                     yield Button("Create fresh run…", id="fresh-run", disabled=self.read_only)
@@ -116,28 +125,64 @@ class RecoveryScreen(ModalScreen[str | None]):
             self.dismiss(None)
         elif button == "next-action" and not self.read_only:
             self.dismiss(self.situation.next_action)
-        elif button == "copy-command" and self.situation.command:
-            self.app.copy_to_clipboard(self.situation.command)
+        elif button == "copy-command" and self.commands():
+            self.app.copy_to_clipboard(self.commands())
             self.app.notify("Command copied to the clipboard.", markup=False)
         elif button == "save-plan" and not self.read_only:
             self.save_plan()
         elif button == "fresh-run" and not self.read_only:
             self.dismiss("create")
 
+    def commands(self) -> str:
+        """The commands to show and copy: the situation's own, then ``nexus create`` only for a
+        plan file this screen has just written."""
+        lines = [self.situation.command] if self.situation.command else []
+        advice = self.situation.fresh_run
+        if advice is not None and self.saved_plan is not None:
+            lines.append(advice.create_command(self.saved_plan))
+        return "\n".join(lines)
+
+    def plan_path_input(self, advice: recovery.FreshRun) -> Input:
+        # Shown through the display mapping (snapshots pin paths); left as shown, it saves to the
+        # real default path.
+        self.shown_default = self.shown_text(advice.default_plan_file)
+        return Input(value=terminal_safe(self.shown_default, one_line=True), id="plan-path", disabled=self.read_only)
+
+    def chosen_plan_path(self, advice: recovery.FreshRun) -> str:
+        value = self.query_one("#plan-path", Input).value.strip()
+        if not value or value == terminal_safe(self.shown_default, one_line=True):
+            return advice.default_plan_file
+        return value
+
     def save_plan(self) -> None:
         advice = self.situation.fresh_run
-        if advice is None:
+        if advice is None or advice.plan is None:
             return
+        error_line = self.query_one("#dialog-error", Static)
         try:
-            path = recovery.save_fresh_plan(advice)
+            path = recovery.save_fresh_plan(advice, self.chosen_plan_path(advice))
+        except recovery.PlanFileExists as clash:
+            self.query_one("#plan-path", Input).value = terminal_safe(clash.suggestion, one_line=True)
+            self.refuse_save(error_line, clash.message)
+            return
         except Exception as error:  # shown, never raised: the screen stays usable
-            message = error.message if hasattr(error, "message") else f"{type(error).__name__}: {error}"
-            self.query_one("#dialog-error", Static).update(plain(str(message)))
-            self.app.notify(str(message), title="Plan not saved", severity="error", markup=False)
+            self.refuse_save(error_line, message_of(error))
             return
         self.saved_plan = path
         self.query_one("#save-plan", Button).disabled = True
-        self.app.notify(f"Plan saved to {path}", markup=False)
+        self.query_one("#plan-path", Input).disabled = True
+        self.query_one("#copy-command", Button).disabled = False
+        self.query_one("#recovery-command", Static).update(plain(self.shown_text(self.commands())))
+        error_line.update("")
+        self.app.copy_to_clipboard(self.commands())
+        self.app.notify(
+            terminal_safe(f"Plan saved to {self.shown_text(path)} (mode 0600); the commands are copied."),
+            markup=False,
+        )
+
+    def refuse_save(self, error_line: Static, message: str) -> None:
+        error_line.update(plain(message))
+        self.app.notify(terminal_safe(message), title="Plan not saved", severity="error", markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -145,7 +190,7 @@ class RecoveryScreen(ModalScreen[str | None]):
 
 def situation_label(situation: Situation) -> Text:
     where = situation.run_id or "project"
-    return Text.assemble((f"[{where}] ", "dim"), situation.title)
+    return Text.assemble((f"[{where}] ", "dim"), plain(situation.title, one_line=True))
 
 
 class RecoveryListScreen(ModalScreen[Situation | None]):

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
+from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import parse_iso_ms
 
 from .model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow, age_text, duration_text
@@ -67,17 +68,14 @@ def command_label(path: str) -> str:
     return os.path.basename(path)
 
 
-def plain(value: object, style: str = "") -> Text:
-    """Untrusted text: never parsed as markup; control characters made visible."""
-    text = "" if value is None else str(value)
-    cleaned = "".join(
-        ch if ch == "\n" or ch == "\t" or (ch >= " " and ch != "\x7f") else f"\\x{ord(ch):02x}" for ch in text
-    )
-    return Text(cleaned, style=style, no_wrap=False)
+def plain(value: object, style: str = "", *, one_line: bool = False) -> Text:
+    """Untrusted text: never parsed as markup; C0, DEL, C1 controls and lone surrogates shown
+    visibly by ``nexus_core.terminal.terminal_safe`` (no byte of it can act on the terminal)."""
+    return Text(terminal_safe(value, one_line=one_line), style=style, no_wrap=False)
 
 
 def value_cell(value: str) -> Text:
-    return Text(value, style=VALUE_STYLE.get(value, ""))
+    return plain(value, VALUE_STYLE.get(value, ""))
 
 
 def flag_cell(on: bool, word: str) -> Text:
@@ -126,7 +124,7 @@ def lock_badge(snapshot: ProjectSnapshot) -> Text:
 
 
 def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int) -> dict[str, Text]:
-    run_label = Text(view.run_id, style="bold")
+    run_label = plain(view.run_id, "bold")
     return {
         "run": run_label,
         "progress": progress_cell(view),
@@ -314,7 +312,7 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
         if process.get("heartbeatStale") and process.get("status") != "finished":
             beat.append(" STALE", style="bold red")
         if process.get("childPid") is not None:
-            beat.append(f" · child pid {process['childPid']}")
+            beat.append(plain(f" · child pid {process['childPid']}"))
         if process.get("receiptReady"):
             beat.append(" · receipt ready to collect", style="bold cyan")
         _line(header, "process", beat)
@@ -356,7 +354,7 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
         line.append(" ")
         line.append(value_cell(str(entry.get("outcome"))))
         if entry.get("exitCode") is not None:
-            line.append(f" exit {entry['exitCode']}")
+            line.append(plain(f" exit {entry['exitCode']}"))
         line.append(" · ")
         line.append(plain(entry.get("evidenceClass"), "dim"))
         child = obs_node.add(line, expand=True)
@@ -368,7 +366,7 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
             line = plain(entry.get("at"), "dim")
             line.append(" ")
             line.append(value_cell(str(entry.get("outcome"))))
-            line.append(f" · ownerStopped {entry.get('ownerStopped')} · retrySafe {entry.get('retrySafe')}")
+            line.append(plain(f" · ownerStopped {entry.get('ownerStopped')} · retrySafe {entry.get('retrySafe')}"))
             child = rec_node.add(line, expand=True)
             _wrapped(child, entry.get("summary"))
     cancellation = attempt.get("cancellation") or {}
@@ -413,7 +411,7 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
         ver = node.add(ver_label, expand=True)
         for receipt in verification.get("checks") or []:
             line = plain(receipt.get("id"), "bold")
-            line.append(f" exit {receipt.get('exitCode')}")
+            line.append(plain(f" exit {receipt.get('exitCode')}"))
             if receipt.get("timedOut"):
                 line.append(" TIMED OUT", style="bold red")
             check = ver.add(line, expand=True)
@@ -473,7 +471,7 @@ def verification_text(attempt: dict[str, Any], now: int) -> Text:
     for receipt in checks:
         text.append("● ", style="green" if receipt.get("exitCode") == 0 and not receipt.get("error") else "red")
         text.append(plain(receipt.get("id"), "bold"))
-        text.append(f"  exit {receipt.get('exitCode')}")
+        text.append(plain(f"  exit {receipt.get('exitCode')}"))
         if receipt.get("timedOut"):
             text.append("  TIMED OUT", style="bold red")
         else:
@@ -524,7 +522,7 @@ def lock_text(lock: LockView, now: int) -> Text:
         return text
     text.append("HELD", style="bold yellow" if lock.alive is not False else "bold red")
     if lock.fingerprint:
-        text.append(f" {lock.fingerprint[:12]}", style="cyan")
+        text.append(plain(f" {lock.fingerprint[:12]}", "cyan"))
     if lock.unreadable:
         text.append(" (owner unreadable)", style="red")
     else:

@@ -34,7 +34,7 @@ from reliability_support import (
     write_json,
 )
 
-from nexus_core import observe, process, store
+from nexus_core import observe, store
 from nexus_core.hostinfo import pid_alive
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK
 
@@ -50,7 +50,6 @@ WORKER_EXECUTION = {
     "input": "checks/brief.md",
     "resources": ["checks/worker.sh"],
 }
-PROCESS_BACKEND = "not available yet" not in Path(process.__file__).read_text()
 
 
 def wait_for_exit(child_pid: object) -> None:
@@ -303,7 +302,6 @@ def test_sigkill_at_random_moments_never_loses_or_tears_state(tmp_path: Path) ->
     assert harness.locks_recovered + harness.verifications_reconciled > 0
 
 
-@pytest.mark.skipif(not PROCESS_BACKEND, reason="the process backend (launch) is not implemented")
 def test_sigkill_during_launch_never_loses_or_tears_state(tmp_path: Path) -> None:
     rng = random.Random(SEED + 1)
     root = make_project(tmp_path / "project")

@@ -259,17 +259,29 @@ def attempt_library(project: Project, action: str, data: bytes) -> None:
     before = project.restore()
     path = project.file(data)
     option = "--plan" if action == "create" else "--input"
+    root = str(project.root)
+    sequence = store.load_run(root, "r")["sequence"]
     try:
         value = read_input_file(str(path), option)
-        action_calls(project)[action](value)
+        result = action_calls(project)[action](value)
     except NexusError as error:
         assert not RAW_ERROR.search(error.message), error.message
         assert error.message.strip(), "empty refusal"
         assert tree_bytes(project.root) == before, f"refused {action} changed .bmad-plus: {error.message}"
         return
-    # Accepted: the state must still load with its checksum.
-    for run_id in store.list_run_ids(str(project.root)):
-        store.load_run(str(project.root), run_id)
+    # Accepted: one new revision, stored exactly as returned; every run still loads with its
+    # checksum, and no lock or temporary file is left behind.
+    assert action != "recover-lock", "recover-lock accepted although no writer.lock exists"
+    assert is_run(result)
+    if action == "create":
+        assert result["id"] != "r" and result["sequence"] == 1
+    else:
+        assert result["id"] == "r" and result["sequence"] == sequence + 1
+    assert store.load_run(root, result["id"]) == result
+    for run_id in store.list_run_ids(root):
+        store.load_run(root, run_id)
+    assert store.list_temp_files(root) == []
+    assert not os.path.lexists(project.root / ".bmad-plus/nexus/writer.lock")
 
 
 ACTIONS = ["create", "start", "retry", "record", "reconcile", "cancel", "launch", "collect", "recover-lock"]

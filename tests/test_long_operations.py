@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -336,3 +337,117 @@ def test_lock_temporaries_of_dead_publishers_are_removed_live_ones_kept(project:
     assert not dead.exists() and not torn.exists()
     assert live.exists(), "a live publisher may still link its temporary"
     assert "strayTempFiles" not in observe.inspect_run(str(project))
+
+
+# Takes writer.lock once the state shows STATUS (waiting for it), holds it until the RELEASE
+# file appears (or 60 s pass), then releases it; with KILL it never releases (the test kills it).
+HOLDER = r"""
+import json, os, sys, time
+from nexus_core import locks
+root, path, status, release = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+deadline = time.monotonic() + 60
+def current():
+    try:
+        attempt = json.load(open(path))["run"]["tasks"][0]["attempts"][-1]
+    except (IndexError, KeyError, ValueError):
+        return None
+    return (attempt.get("process") or {}).get("status") or attempt["verification"]["status"]
+while current() != status and time.monotonic() < deadline:
+    time.sleep(0.02)
+while (token := locks.try_acquire_writer(root)) is None and time.monotonic() < deadline:
+    time.sleep(0.005)
+print("held", flush=True)
+while not os.path.exists(release) and time.monotonic() < deadline:
+    time.sleep(0.02)
+locks.release_writer(root, token)
+"""
+
+
+def hold_writer_lock(project: Path, run_id: str, status: str, release: Path) -> subprocess.Popen[str]:
+    state_file = project / ".bmad-plus" / "nexus" / "runs" / f"{run_id}.json"
+    command = [sys.executable, "-c", HOLDER, str(project), str(state_file), status, str(release)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+
+
+def test_a_heartbeat_that_cannot_be_written_is_skipped_and_the_child_runs_on(project: Path) -> None:
+    """README: a heartbeat that cannot be written within 2 s is skipped; the child is never
+    stopped for it. The lock is held from the spawn acknowledgement until a heartbeat has been
+    skipped; only then may the child finish (it waits for the release file)."""
+    assert process.HEARTBEAT_PATIENCE_SECONDS == 2.0  # the README's figure
+    write(
+        project / "workers" / "until.sh",
+        'cat > /dev/null\nwhile [ ! -e "out/$1/go" ]; do sleep 0.05; done\nprintf "ok\\n" > "out/$1/result.txt"\n',
+    )
+    task = command_task("t", "until", execution={"args": ["workers/until.sh", "t"], "resources": ["workers/until.sh"]})
+    create(project, "r", [task])
+    (project / "out" / "t").mkdir(parents=True, exist_ok=True)
+    release = project / "out" / "t" / "go"  # frees the lock holder and the child at once
+    holder = hold_writer_lock(project, "r", "running", release)
+    events: list[str] = []
+
+    def progress(event: dict[str, Any]) -> None:
+        events.append(event["event"])
+        if event["event"] == "heartbeat-skipped":
+            release.write_text("go\n")
+
+    try:
+        process.launch_task(str(project), "r", "t", {}, progress=progress)
+    finally:
+        release.write_text("go\n")
+        holder.communicate(timeout=60)
+    assert "heartbeat-skipped" in events, events
+    assert events.index("heartbeat-skipped") < events.index("finished")
+    # The child ran to its end (exit 0, no signal) and its receipt is stored for collect.
+    process_state = latest(project, "r", "t")["process"]
+    assert process_state["status"] == "finished"
+    receipt = process_state["receipt"]
+    assert (receipt["outcome"], receipt["exitCode"], receipt["signal"]) == ("completed", 0, None), receipt
+
+
+@pytest.mark.parametrize("holder_fate", ["holds-too-long", "dies-holding"])
+def test_verify_saves_give_up_and_leave_the_verification_running(
+    project: Path, monkeypatch: pytest.MonkeyPatch, holder_fate: str
+) -> None:
+    """README, known limits: if a live process holds writer.lock for more than 30 s (or the
+    lock's owner is dead), verify's saves give up and the verification stays running."""
+    assert engine.VERIFY_SAVE_PATIENCE_SECONDS == 30.0  # the README's figure
+    if holder_fate == "holds-too-long":
+        monkeypatch.setattr(engine, "VERIFY_SAVE_PATIENCE_SECONDS", 0.5)  # "longer than the patience"
+    # The check runs until the holder has the lock (the verifier's own save released it first).
+    write(project / "checks" / "until-held.sh", "while [ ! -e .bmad-plus/nexus/writer.lock ]; do sleep 0.02; done\n")
+    plan = verify_plan("r", checks=1)
+    plan["resources"] = ["checks/until-held.sh"]
+    plan["checks"][0]["args"] = ["checks/until-held.sh"]
+    create(project, "r", [plan])
+    run = engine.start_task(str(project), "r", "v", {"backend": HOST})
+    attempt_id = engine.task_of(run, "v")["attempts"][-1]["id"]
+    write(project / "out" / "r" / "result.txt", "ok\n")
+    engine.record_attempt(
+        str(project), "r", "v", {"attemptId": attempt_id, "backend": HOST, "outcome": "completed", "summary": "s"}
+    )
+    release = project.parent / f"release-{uuid.uuid4()}"
+    holder = hold_writer_lock(project, "r", "running", release)
+    outcome: list[BaseException | None] = []
+
+    def verify() -> None:
+        try:
+            engine.verify_task(str(project), "r", "v")
+            outcome.append(None)
+        except BaseException as error:  # checked below
+            outcome.append(error)
+
+    verifier = threading.Thread(target=verify, daemon=True)
+    verifier.start()
+    try:
+        if holder_fate == "dies-holding":
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            holder.kill()  # writer.lock stays, naming a dead pid
+            holder.wait()
+        verifier.join(120)  # the patience is at most 30 s
+    finally:
+        release.write_text("go")
+        holder.communicate(timeout=60)
+    assert len(outcome) == 1 and isinstance(outcome[0], engine.WriterBusy), outcome
+    assert outcome[0].message == "Nexus: Another mutation owns writer.lock; inspect before explicit recovery."
+    verification = latest(project, "r", "v")["verification"]
+    assert verification["status"] == "running" and verification["checks"] == []

@@ -681,3 +681,98 @@ def test_worker_executable_inside_a_write_scope_is_refused(project: Path) -> Non
     with pytest.raises(NexusError) as refused:
         create(project, "r", [task])
     assert refused.value.message == "Nexus: Execution file argument must be a protected resource: workers/worker.sh"
+
+
+# ----------------------------------------------------------------- ownership replaced during a launch
+
+
+def take_over(root: Path, run_id: str, task_id: str) -> dict[str, Any]:
+    """Another backend session takes the attempt over (what the reference's suite does by
+    replacing the state); returns its identity."""
+    taken: dict[str, Any] = {}
+
+    def replace_owner(_root: str, run: dict[str, Any]) -> None:
+        attempt = next(t for t in run["tasks"] if t["id"] == task_id)["attempts"][-1]
+        attempt["backend"] = {**attempt["backend"], "sessionId": "another-session"}
+        taken.update(identity(attempt))
+
+    engine.mutate(str(root), run_id, replace_owner, patient=True)  # patient: heartbeats hold the lock briefly
+    return taken
+
+
+def assert_no_receipt_offered(root: Path, run_id: str, taken: dict[str, Any]) -> None:
+    assert not (root / ".bmad-plus" / "nexus" / "receipts").exists()
+    observation = observe.inspect_run(str(root), run_id)["observations"][0]
+    assert observation["process"]["receiptReady"] is False
+    assert "recoverableReceipt" not in observation["process"]
+    assert "ollect" not in observation["hint"]
+    code, result, _ = cli_retrying(root, "collect", run_id, "t", input_value=taken)
+    assert (code, result["error"]) == (1, "Nexus: Process receipt is not ready; inspect the original owner.")
+
+
+def test_a_launch_whose_ownership_was_replaced_keeps_no_receipt(project: Path) -> None:
+    create(project, "r", [command_task("t", "slow")])
+    supervisor = spawn_cli(project, "launch", "r", "t")
+    try:
+        wait_running(project, "r", "t")
+        taken = take_over(project, "r", "t")
+        out, err = supervisor.communicate(timeout=60)
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()
+    assert supervisor.returncode == 1, (out, err)
+    # The reference's words, and nothing kept that collect would refuse.
+    assert json.loads(out)["error"] == "Nexus: Backend handle/session does not own this attempt."
+    assert "collect" not in out
+    assert "receipt" not in latest(project, "r", "t")["process"]
+    assert_no_receipt_offered(project, "r", taken)
+
+
+def test_a_receipt_save_that_loses_the_lock_to_a_takeover_keeps_nothing(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create(project, "r", [command_task("t", "ok")])
+    original = engine.mutate
+    taken: dict[str, Any] = {}
+
+    def takeover_then_busy(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("patience") == process.RECEIPT_PATIENCE_SECONDS:  # the receipt's save
+            taken.update(take_over(project, "r", "t"))
+            raise engine.WriterBusy("Nexus: Another mutation owns writer.lock; inspect before explicit recovery.")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(process, "mutate", takeover_then_busy)
+    with pytest.raises(NexusError) as refused:
+        process.launch_task(str(project), "r", "t", {})
+    monkeypatch.setattr(process, "mutate", original)
+    assert refused.value.message == "Nexus: Backend handle/session does not own this attempt."
+    assert_no_receipt_offered(project, "r", taken)
+
+
+def test_a_kept_receipt_is_no_longer_offered_once_another_owner_took_the_attempt(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create(project, "r", [command_task("t", "ok")])
+    original = engine.mutate
+
+    def busy_receipt_save(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("patience") == process.RECEIPT_PATIENCE_SECONDS:
+            raise engine.WriterBusy("Nexus: Another mutation owns writer.lock; inspect before explicit recovery.")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(process, "mutate", busy_receipt_save)
+    with pytest.raises(NexusError, match="collect accepts this exact receipt"):
+        process.launch_task(str(project), "r", "t", {})
+    monkeypatch.setattr(process, "mutate", original)
+    attempt = latest(project, "r", "t")
+    kept = f".bmad-plus/nexus/receipts/r/{attempt['id']}.json"
+    assert observe.inspect_run(str(project), "r")["observations"][0]["process"]["recoverableReceipt"] == kept
+    taken = take_over(project, "r", "t")
+    observation = observe.inspect_run(str(project), "r")["observations"][0]
+    assert observation["process"]["receiptReady"] is False
+    assert "recoverableReceipt" not in observation["process"]
+    assert kept not in observation["hint"]
+    code, result, _ = cli(project, "collect", "r", "t", input_value=taken)
+    assert (code, result["error"]) == (1, "Nexus: Foreign or corrupt process receipt.")
+    assert (project / kept).exists()  # never deleted: it is evidence

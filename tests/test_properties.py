@@ -1,14 +1,13 @@
 """Property-based tests for the canonical JSON writer and plan validation.
 
 The oracle for the JS rules is the real thing: Node's JSON.parse/JSON.stringify, run once per
-example over a batch of values (skipped only where node is absent).
+example over a batch of values (skipped where node is absent, a failure under CI=true).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,14 +15,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from node_kit import IN_CI, NODE, require_node
 from project_kit import Project, plan, task_def
 
 from nexus_core import canonical
 from nexus_core.errors import NexusError
 from nexus_core.plan import normalize_plan
 
-NODE = shutil.which("node")
-needs_node = pytest.mark.skipif(NODE is None, reason="node is the oracle for JS JSON rules")
+NODE_IS_THE_ORACLE = "node is the oracle for JS JSON rules"
+# Skipped before any example is drawn; under CI=true the test runs and require_node fails it.
+needs_node = pytest.mark.skipif(NODE is None and not IN_CI, reason=NODE_IS_THE_ORACLE)
 
 _NODE_ECHO = (
     "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{"
@@ -34,8 +35,8 @@ _NODE_ECHO = (
 
 
 def _node_restringify(texts: list[str]) -> list[list[str]]:
-    assert NODE is not None
-    done = subprocess.run([NODE, "-e", _NODE_ECHO], input=json.dumps(texts), capture_output=True, text=True, check=True)
+    node = require_node(NODE_IS_THE_ORACLE)
+    done = subprocess.run([node, "-e", _NODE_ECHO], input=json.dumps(texts), capture_output=True, text=True, check=True)
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
@@ -167,6 +168,25 @@ def damaged_plans(draw: st.DrawFn) -> Any:
     return value
 
 
+# The stored plan's shape (SPEC: the reference's normalized plan).
+NORMALIZED_PLAN_KEYS = ["id", "maxParallel", "config", "tasks"]
+NORMALIZED_TASK_KEYS = [
+    "id",
+    "objective",
+    "dependsOn",
+    "scope",
+    "artifacts",
+    "resources",
+    "checks",
+    "maxAttempts",
+    "idempotent",
+    "deadlineMs",
+    "acceptance",
+    "authorizations",
+]
+NORMALIZED_CHECK_KEYS = ["id", "command", "commandHash", "args", "cwd", "timeoutMs", "resources"]
+
+
 @pytest.fixture(scope="module")
 def plan_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return Project(tmp_path_factory.mktemp("plans") / "project")
@@ -179,9 +199,21 @@ def _validate(project: Project, value: Any) -> None:
         assert error.message.startswith("Nexus: ") or error.message.startswith("Adapter ")
         assert "Traceback" not in error.message
         return
-    # Accepted plans are fully normalized and serialisable the JS way.
-    canonical.compact(normalized)
-    assert [t["id"] for t in normalized["tasks"]]
+    # Accepted: the stored shape exactly (the reference's keys, in its order, never one more),
+    # the input's ids in order, every bound enforced, and a lossless JSON round trip.
+    assert list(normalized) == NORMALIZED_PLAN_KEYS
+    assert normalized["id"] == value["id"]
+    assert 1 <= normalized["maxParallel"] <= 32
+    assert [t["id"] for t in normalized["tasks"]] == [t["id"] for t in value["tasks"]]
+    for task in normalized["tasks"]:
+        expected = NORMALIZED_TASK_KEYS + (["execution"] if "execution" in task else []) + ["resourceHashes"]
+        assert list(task) == expected
+        assert 1 <= task["maxAttempts"] <= 10 and 100 <= task["deadlineMs"] <= 86400000
+        assert task["scope"] and task["artifacts"] and 1 <= len(task["checks"]) <= 30
+        for check in task["checks"]:
+            assert list(check) == NORMALIZED_CHECK_KEYS
+            assert 10 <= check["timeoutMs"] <= 300000
+    assert canonical.parse(canonical.pretty(normalized)) == normalized
 
 
 @given(json_values)

@@ -183,9 +183,18 @@ def test_dead_verifier_needs_operator(project: Project) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    until(lambda: b'"status": "running"' in project.run_file.read_bytes(), what="verification to start")
+    lock = project.root / ".bmad-plus/nexus/writer.lock"
+
+    def checks_running() -> bool:
+        # "running" is saved under writer.lock; once the lock is released the verifier runs its
+        # 30 s check and takes no lock until that check ends: a kill now leaves exactly a
+        # verification marked running by a dead pid, and no lock.
+        return b'"status": "running"' in project.run_file.read_bytes() and not os.path.lexists(lock)
+
+    until(checks_running, what="verification to start its check")
     os.killpg(verifier.pid, signal.SIGKILL)
     verifier.wait()
+    assert not os.path.lexists(lock)
     code, last = outcome(project.wait(*FAST))
     assert code == 3 and f"a: verifier-gone (verification left running by pid {verifier.pid}, which is gone)" in last
 

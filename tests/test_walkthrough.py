@@ -10,7 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
+from node_kit import require_node
 
 DOC = Path(__file__).parent / "fixtures" / "doc-walkthrough"
 DOC_ATTEMPT = "c3bbafd1-62ef-4b8b-ac72-0d9b09932427"
@@ -28,8 +28,7 @@ def _session() -> list[tuple[list[str], list[str]]]:
 
 
 def test_documented_session_is_reproduced(tmp_path: Path, nexus_cli) -> None:
-    if shutil.which("node") is None:
-        pytest.skip("the documented verifier is a node script")
+    require_node("the documented verifier is a node script")
     project = tmp_path / "project"
     shutil.copytree(DOC / "checks", project / "checks")
     for name in ("nexus-plan.json", "host.json", "rec.json"):
@@ -59,8 +58,7 @@ def test_verify_right_after_create_is_refused_as_documented(tmp_path: Path, nexu
     project = tmp_path / "project"
     shutil.copytree(DOC / "checks", project / "checks")
     shutil.copy(DOC / "nexus-plan.json", project / "nexus-plan.json")
-    if shutil.which("node") is None:
-        pytest.skip("the documented plan resolves `node`")
+    require_node("the documented plan resolves `node`")
     assert nexus_cli("create", "--plan", "nexus-plan.json", cwd=project).returncode == 0
     before = sorted((p, p.read_bytes()) for p in (project / ".bmad-plus").rglob("*") if p.is_file())
     result = nexus_cli("verify", "example", "result", cwd=project)

@@ -13,6 +13,7 @@ import click
 
 from .. import canonical
 from ..errors import NexusError
+from ..terminal import terminal_safe
 from .classify import EXIT_ERROR, EXIT_INTERRUPTED
 from .events import _message
 from .loop import LoopStop, parse_interval, run_loop, ticks_phrase
@@ -34,7 +35,7 @@ def _err(text: str) -> None:
 def _fail(message: str, as_json: bool) -> NoReturn:
     if as_json:
         _out(canonical.compact({"schemaVersion": 1, "status": "error", "error": message}) + "\n")
-    _err(f"Nexus: {message}\n")
+    _err(f"Nexus: {terminal_safe(message, one_line=True)}\n")
     raise SystemExit(EXIT_ERROR)
 
 
@@ -137,9 +138,9 @@ def wait_command(
     if as_json:
         _out(canonical.compact(summary_object(run, task_id, result)) + "\n")
     if result.code == EXIT_ERROR:
-        _err(f"Nexus: {result.message}\n")
+        _err(f"Nexus: {terminal_safe(result.message, one_line=True)}\n")
     else:
-        _err(f"nexus wait: {result.message} [exit {result.code}]\n")
+        _err(f"nexus wait: {terminal_safe(result.message, one_line=True)} [exit {result.code}]\n")
     raise SystemExit(result.code)
 
 
@@ -164,7 +165,7 @@ def loop_command(run: str, interval: str, verify: bool, directory: str) -> None:
 
     previous = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     _out(
-        f"nexus loop: run {run} every {interval}{' with --verify' if verify else ''}; "
+        f"nexus loop: run {terminal_safe(run, one_line=True)} every {interval}{' with --verify' if verify else ''}; "
         "it lives in this process only. Ctrl+C stops it.\n"
     )
     try:
@@ -182,7 +183,7 @@ def loop_command(run: str, interval: str, verify: bool, directory: str) -> None:
 
 
 def _usage_error(message: str) -> NoReturn:
-    _err(f"error: {message}\n")
+    _err(f"error: {terminal_safe(message, one_line=True)}\n")
     raise SystemExit(EXIT_ERROR)
 
 

@@ -19,6 +19,7 @@ from ..errors import NexusError
 from ..hostinfo import hostname, pid_alive
 from ..paths import root_of
 from ..store import run_path
+from ..terminal import terminal_safe
 from ..timeutil import iso_from_ms, now_ms
 from .classify import _pid_gone, classify_run
 from .events import Emit, Snapshot, View, _dict, _short, derive_events, heartbeat_stale, render_event, take_snapshot
@@ -301,7 +302,7 @@ def run_loop(
     next_at = clock()
 
     def say(text: str) -> None:
-        emit(f"[{iso_from_ms(now_ms())}] {text}\n")
+        emit(f"[{iso_from_ms(now_ms())}] {terminal_safe(text, one_line=True)}\n")
 
     while True:
         if stop.requests:

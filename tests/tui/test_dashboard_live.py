@@ -72,9 +72,10 @@ async def test_editing_an_accepted_artifact_turns_the_task_stale(tmp_path: Path)
         pane = app.pane
         await select(pilot, "example", "result")
         assert cell(pane.tasks, "result", "stale") == "—"
-        # Wait until the scope is watched (the watcher restarts on the new scope set).
+        # Wait until the scan that adds the scope to the watched set is applied: the watcher
+        # then restarts on it, and an edit made before the restarted watcher is armed is still
+        # seen by the rescan it runs once armed (no periodic rescan, no tick in this app).
         await eventually(pilot, lambda: any(p.endswith("/work") for p in pane.scope_paths))
-        await pilot.pause(0.3)
         Path(root, "work", "result.txt").write_text("done, then edited\n")
         await eventually(pilot, lambda: cell(pane.tasks, "result", "stale") == "STALE")
         assert "Stale evidence" in detail_text(app)
@@ -118,7 +119,8 @@ async def test_watching_writes_nothing(tmp_path: Path, frozen_demo: DemoInfo) ->
             ["right_square_bracket", "down", "left_square_bracket"],
         ):
             await pilot.press(*keys)
-        await pilot.pause(1.5)  # a few ticks and rescans
+        scans = app.scans_applied
+        await eventually(pilot, lambda: app.scans_applied >= scans + 3)  # ticks and rescans, applied
         assert "writer.lock HELD" in status_text(app)
     after = tree_fingerprint(root), tree_fingerprint(second)
     assert after == before

@@ -7,13 +7,16 @@ full inspection gives at the same moment.
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dashboard_kit import HOST, finish, small_project
 from fixture_tools import FIXTURE_NAMES, relocate
 
-from nexus_core import engine
+from nexus_core import canonical, engine, observe
 from nexus_core.observe import inspect_loaded
 from nexus_core.store import load_run
 from nexus_core.timeutil import parse_iso_ms
@@ -61,3 +64,75 @@ def test_incremental_reobservation_matches_a_full_inspection(tmp_path: Path) -> 
         assert list(view.observations) == _observations(root, "live", now), index
         assert [r.state for r in view.rows] == [task_state(t) for t in load_run(root, "live")["tasks"]]
     assert view.rows[0].stale
+
+
+def test_a_rescan_rereads_only_changed_run_files_and_reobserves_only_changed_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README: rescans reread only run files whose bytes changed (stat, then a hash of the
+    bytes) and call observe_task only for tasks whose record changed and their dependents."""
+    root = small_project(tmp_path / "p")  # run live: t1 running, t2 and t3 not started
+    engine.create_run(root, _plan_with_a_dependency("dep"))  # b depends on a
+    opened: Counter[str] = Counter()
+    real_open = os.open
+
+    def counting_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        name = os.fsdecode(path)
+        if f"{os.sep}runs{os.sep}" in name and name.endswith(".json"):
+            opened[Path(name).stem] += 1
+        return real_open(path, flags, *args, **kwargs)
+
+    observed: list[tuple[str, str]] = []
+    real_observe = observe.observe_task
+
+    def counting_observe(root: str, run: dict[str, Any], task: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        observed.append((run["id"], task["id"]))
+        return real_observe(root, run, task, *args, **kwargs)
+
+    parsed: list[str] = []  # run files parsed (the state's envelope parse)
+    real_parse = canonical.parse_for_hashing
+
+    def counting_parse(text: str) -> Any:
+        parsed.append(canonical.parse(text)["run"]["id"])
+        return real_parse(text)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    monkeypatch.setattr(observe, "observe_task", counting_observe)
+    monkeypatch.setattr(canonical, "parse_for_hashing", counting_parse)
+    scanner = ProjectScanner(root)
+
+    def scan() -> frozenset[str]:
+        opened.clear()
+        observed.clear()
+        parsed.clear()
+        return scanner.scan().changed
+
+    assert scan() == {"live", "dep"} and opened == {"live": 1, "dep": 1} and sorted(parsed) == ["dep", "live"]
+    assert sorted(observed) == [("dep", t) for t in "abc"] + [("live", t) for t in ("t1", "t2", "t3")]
+    # Nothing changed: no run file is even opened.
+    assert scan() == set() and opened == {} and parsed == [] and observed == []
+    # Same bytes, new stat (touched): read and hashed once, not parsed, nothing re-observed.
+    os.utime(Path(root, ".bmad-plus/nexus/runs/live.json"))
+    assert scan() == set() and opened == {"live": 1} and parsed == [] and observed == []
+    # One task's record changes: only that file is read and parsed, only that task and its
+    # dependent are observed again.
+    engine.start_task(root, "dep", "a", {"backend": HOST})
+    assert scan() == {"dep"} and opened == {"dep": 1} and parsed == ["dep"]
+    assert sorted(observed) == [("dep", "a"), ("dep", "b")]
+    engine.start_task(root, "live", "t2", {"backend": HOST})
+    assert scan() == {"live"} and opened == {"live": 1} and parsed == ["live"] and observed == [("live", "t2")]
+
+
+def _plan_with_a_dependency(run_id: str) -> dict[str, Any]:
+    def task(task_id: str, depends_on: list[str]) -> dict[str, Any]:
+        return {
+            "id": task_id,
+            "objective": f"Write {run_id}/{task_id}/r.txt containing ok.",
+            "scope": [f"{run_id}/{task_id}"],
+            "artifacts": [f"{run_id}/{task_id}/r.txt"],
+            "resources": ["checks/check.py"],
+            "dependsOn": depends_on,
+            "checks": [{"id": "ok", "command": "python", "args": ["checks/check.py", f"{run_id}/{task_id}/r.txt"]}],
+        }
+
+    return {"id": run_id, "maxParallel": 4, "tasks": [task("a", []), task("b", ["a"]), task("c", [])]}

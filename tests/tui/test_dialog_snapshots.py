@@ -42,7 +42,9 @@ SNAPSHOT_HOST = "snapshot-host"
 @pytest.fixture(autouse=True)
 def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     counter = iter(range(1, 1_000_000))
-    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=(0x5EED << 96) + next(counter)))
+    # Each id gets its own 8-digit prefix (5eed0001, 5eed0002, ...), so a screen showing the
+    # wrong short id differs from its snapshot.
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=((0x5EED0000 + next(counter)) << 96) + 0x5EED))
     timeutil.set_clock(lambda: FROZEN)
     # Lock owners embed the host name in their bytes (and so in the fingerprint): the screens
     # compare owners with a fixed host name here so the fingerprint is the same everywhere.
@@ -126,6 +128,14 @@ def test_reconcile_dialog_refuses_without_the_tick(snap_compare: Any, tmp_path: 
 
     async def confirm_untouched(pilot: Any) -> None:
         await pilot.click("#confirm")
+        # Deterministic screen: the mouse leaves the button (no hover colours) and the button's
+        # 0.2 s press effect is over before the snapshot.
+        await pilot.hover("#dialog-error")
+        confirm = pilot.app.screen.query_one("#confirm")
+        deadline = time.monotonic() + 10
+        while confirm.has_class("-active"):
+            assert time.monotonic() < deadline, "the press effect never ended"
+            await pilot.pause(0.05)
         await pilot.pause()
 
     assert snap_compare(_dialog(root, "reconcile"), terminal_size=SIZE, run_before=confirm_untouched)

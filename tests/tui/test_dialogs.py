@@ -4,7 +4,9 @@ same ActionFlow as the dashboard; every assertion is on the state on disk."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from tui_actions_support import (
 )
 
 from nexus_core import engine
-from nexus_tui import recovery
+from nexus_core.plan import normalize_plan
 from nexus_tui.action_flow import ActionFlow
 from nexus_tui.action_log import ActionLogPanel
 from nexus_tui.dialogs import ActionDialog
@@ -80,6 +82,12 @@ async def _wait_until(pilot: Any, predicate: Any, seconds: float = 20.0) -> None
         await pilot.pause(0.05)
 
 
+async def _until_clickable(pilot: Any, selector: str) -> None:
+    """A button ignores clicks during its press effect (the -active class, 0.2 s)."""
+    button = pilot.app.screen.query_one(selector, Button)
+    await _wait_until(pilot, lambda: not button.has_class("-active"))
+
+
 async def test_every_dialog_focuses_cancel_and_cancel_changes_nothing(tmp_path: Path) -> None:
     root = make_project(tmp_path, [task_plan("a"), task_plan("b")])
     start(root, "b")
@@ -121,7 +129,7 @@ async def test_reconcile_needs_the_operator_tick(tmp_path: Path) -> None:
         assert "owner stopped" in str(app.screen.query_one("#dialog-error", Static).render())
         assert tree_digest(root) == before
         app.screen.query_one("#owner_stopped", Checkbox).value = True
-        await pilot.pause(0.25)  # a button ignores a second click during its 0.2 s press effect
+        await _until_clickable(pilot, "#confirm")
         await pilot.click("#confirm")
         await _settle(app, pilot)
     attempt = latest(root, "a")
@@ -143,7 +151,7 @@ async def test_cancel_needs_the_task_id_typed(tmp_path: Path) -> None:
         assert isinstance(app.screen, ActionDialog)
         assert latest(root, "a")["cancellation"]["status"] == "none"
         _set(app, typed="a")
-        await pilot.pause(0.25)  # a button ignores a second click during its 0.2 s press effect
+        await _until_clickable(pilot, "#confirm")
         await pilot.click("#confirm")
         await _settle(app, pilot)
     assert latest(root, "a")["cancellation"]["reason"] == "wrong branch"
@@ -279,6 +287,7 @@ async def test_recovery_screen_next_step_opens_the_dialog(tmp_path: Path) -> Non
 async def test_corrupt_run_screen_saves_the_plan_but_repairs_nothing(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     state = root / ".bmad-plus/nexus/runs/demo.json"
+    stored_plan = json.loads(state.read_text())["run"]["plan"]
     os.chmod(state, 0o666)
     before = tree_digest(root)
     app = Host(root)
@@ -294,13 +303,48 @@ async def test_corrupt_run_screen_saves_the_plan_but_repairs_nothing(tmp_path: P
         await pilot.click("#save-plan")
         await pilot.pause()
         saved = screen.saved_plan
-    assert saved is not None
-    try:
-        assert recovery.FreshRun  # the saved plan is the recovered one
-        assert '"id": "demo-fresh"' in Path(saved).read_text()
-    finally:
-        os.unlink(saved)
-    assert tree_digest(root) == before
+        copied = app.clipboard
+    assert saved == str(root / ".bmad-plus/nexus/fresh-plans/demo-demo-fresh.json")
+    # The saved plan is the stored one under the new id: create would rebuild the same plan.
+    saved_plan = json.loads(Path(saved).read_text())
+    assert saved_plan["id"] == "demo-fresh"
+    assert normalize_plan(str(root), saved_plan) == dict(stored_plan, id="demo-fresh")
+    assert oct(os.stat(saved).st_mode & 0o777) == "0o600"
+    assert copied.endswith(f"nexus create --plan {saved} -d {root}")  # the command names the file written
+    os.unlink(saved)
+    os.rmdir(Path(saved).parent)
+    assert tree_digest(root) == before  # nothing else was written, nothing repaired
+
+
+async def test_a_planted_plan_file_gets_a_clash_message_and_no_command(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    os.chmod(root / ".bmad-plus/nexus/runs/demo.json", 0o666)
+    planted = root / ".bmad-plus/nexus/fresh-plans/demo-demo-fresh.json"
+    planted.parent.mkdir()
+    planted.write_text('{"id": "demo-fresh", "tasks": [{"checks": [{"command": "sh"}]}]}\n')
+    app = Host(root)
+    async with app.run_test(size=SIZE) as pilot:
+        app.flow.open_recovery(str(root))
+        await _wait_until(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RecoveryScreen)
+        await pilot.click("#save-plan")
+        await pilot.pause()
+        assert screen.saved_plan is None
+        error = str(screen.query_one("#dialog-error", Static).render())
+        assert f"A file already exists at {planted}" in error and "Choose another name" in error
+        assert "nexus create" not in str(screen.query_one("#recovery-command", Static).render())
+        assert "nexus create" not in (app.clipboard or "")
+        suggestion = screen.query_one("#plan-path", Input).value
+        assert suggestion == str(planted.parent / "demo-demo-fresh-2.json")
+        screen.query_one("#save-plan", Button).press()  # (the error toast covers the button now)
+        await pilot.pause()
+        assert screen.saved_plan == suggestion
+        assert f"nexus create --plan {suggestion} " in str(screen.query_one("#recovery-command", Static).render())
+    assert planted.read_text().startswith('{"id": "demo-fresh", "tasks": [{"checks"')  # untouched
 
 
 async def test_create_a_fresh_run_from_the_recovery_screen(tmp_path: Path) -> None:
@@ -365,3 +409,40 @@ async def test_untrusted_text_is_plain_in_the_log_and_dialogs(tmp_path: Path) ->
         await pilot.pause()
         assert app.screen.query_one("#backend_id", Input).value == "[red]w[/red]"
     await asyncio.sleep(0)
+
+
+def _entry(number: int) -> Any:
+    from nexus_tui.operations import LogEntry
+
+    return LogEntry("2026-12-01T00:00:00.000Z", "record", f"demo/t{number}", "(no input)", True, "done")
+
+
+async def test_the_action_log_shows_entries_made_before_it_was_mounted(tmp_path: Path) -> None:
+    app = Host(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.query_one(ActionLogPanel).remove()
+        app.flow.log.append(_entry(1))  # the session's first action, before the panel exists
+        await app.mount(ActionLogPanel(app.flow.log))
+        await pilot.pause()
+        assert app.query_one(ActionLogPanel).query_one(DataTable).row_count == 1
+
+
+async def test_an_entry_appended_by_a_worker_thread_adds_exactly_one_row(tmp_path: Path) -> None:
+    app = Host(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one(ActionLogPanel).query_one(DataTable)
+        touched_off_thread: list[bool] = []
+        add_row = table.add_row
+
+        def guarded_add_row(*cells: Any, **options: Any) -> Any:
+            touched_off_thread.append(threading.current_thread() is not threading.main_thread())
+            return add_row(*cells, **options)
+
+        table.add_row = guarded_add_row  # type: ignore[method-assign]
+        worker = threading.Thread(target=lambda: [app.flow.log.append(_entry(n)) for n in range(3)])
+        worker.start()
+        worker.join()
+        await _wait_until(pilot, lambda: table.row_count >= 3)
+        await pilot.pause()
+        assert table.row_count == 3 and touched_off_thread == [False, False, False]

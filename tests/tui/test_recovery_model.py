@@ -206,7 +206,7 @@ def test_stale_evidence_after_acceptance_lists_every_changed_file(tmp_path: Path
     situation = _kinds(root)["accepted-stale"]
     assert situation.task_id == "a" and situation.next_action is None
     assert [c.words() for c in situation.changes] == ["added: out/a/extra.txt", "modified: out/a/result.txt"]
-    assert situation.fresh_run is not None and situation.command == situation.fresh_run.command
+    assert situation.fresh_run is not None and situation.command is None  # no command before a save
     (root / "out" / "a" / "result.txt").unlink()
     changes = _kinds(root)["accepted-stale"].changes
     assert [c.words() for c in changes] == ["added: out/a/extra.txt", "removed: out/a/result.txt"]
@@ -322,11 +322,15 @@ def test_unsafe_run_file_plan_recovered_and_the_command_works(tmp_path: Path) ->
     assert advice is not None and advice.plan is not None
     assert any("group- or world-writable" in line for line in situation.known)
     assert advice.new_run_id == "demo-fresh-2"  # demo-fresh is taken
-    move, create = situation.command.split("\n")
-    assert create == f"nexus create --plan {advice.plan_file} -d {root}"
+    move = situation.command  # no create command until the plan is saved
+    assert "\n" not in move and "nexus create" not in move
     path = recovery.save_fresh_plan(advice)
+    assert path == str(root / ".bmad-plus/nexus/fresh-plans/demo-demo-fresh-2.json")
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    create = advice.create_command(path)
+    assert create == f"nexus create --plan {path} -d {root}"
     try:
-        with pytest.raises(FileExistsError):
+        with pytest.raises(recovery.PlanFileExists, match="did not write it"):
             recovery.save_fresh_plan(advice)  # never overwrites
         # The operator runs the commands as shown: move the unreadable file out of runs/, create.
         assert subprocess.run(["bash", "-c", move], timeout=30).returncode == 0
@@ -376,3 +380,41 @@ def test_situations_for_one_task(tmp_path: Path) -> None:
     engine.cancel_task(str(root), "demo", "b", {"reason": "x"})
     assert [s.task_id for s in recovery.situations_for(str(root), "demo", "b")] == ["b"]
     assert recovery.situations_for(str(root), "demo", "a") == []
+
+
+def test_a_planted_plan_file_is_never_used_and_another_name_is_proposed(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    accepted(root, "a")
+    write_result(root, "a", "ok but edited\n")
+    advice = _kinds(root)["accepted-stale"].fresh_run
+    assert advice is not None
+    planted = Path(advice.default_plan_file)
+    assert planted.parent == root / ".bmad-plus/nexus/fresh-plans"  # inside the project, not /tmp
+    planted.parent.mkdir(parents=True)
+    planted.write_text('{"id": "demo-fresh", "tasks": []}\n')
+    with pytest.raises(recovery.PlanFileExists) as clash:
+        recovery.save_fresh_plan(advice)
+    assert "did not write it" in clash.value.message and clash.value.suggestion.endswith("demo-demo-fresh-2.json")
+    assert planted.read_text() == '{"id": "demo-fresh", "tasks": []}\n'  # left exactly as it was
+    saved = recovery.save_fresh_plan(advice, clash.value.suggestion)
+    assert saved == clash.value.suggestion and '"id": "demo-fresh"' in Path(saved).read_text()
+
+
+def test_a_plan_file_is_never_saved_where_others_can_write_or_through_a_symlink(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    accepted(root, "a")
+    write_result(root, "a", "ok but edited\n")
+    advice = _kinds(root)["accepted-stale"].fresh_run
+    assert advice is not None
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)  # like /tmp
+    with pytest.raises(NexusError, match="other users can write there"):
+        recovery.save_fresh_plan(advice, str(shared / "plan.json"))
+    assert list(shared.iterdir()) == []
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "link.json").symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(recovery.PlanFileExists):
+        recovery.save_fresh_plan(advice, str(private / "link.json"))
+    assert not (tmp_path / "elsewhere.json").exists()
