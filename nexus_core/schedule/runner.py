@@ -159,7 +159,7 @@ def run_scheduler(
             log.write(line)
 
     def talk(text: str) -> None:
-        say(f"[{iso_from_ms(clock.now_ms())}] {terminal_safe(text)}\n")
+        say(f"[{iso_from_ms(clock.now_ms())}] {terminal_safe(text, one_line=True)}\n")
 
     try:
         send(
