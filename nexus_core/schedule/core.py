@@ -211,8 +211,10 @@ def _existing(directory: str) -> str:
     return root_of(directory)
 
 
-def list_schedules(directory: str) -> list[dict[str, Any]]:
-    with db.opened(_existing(directory)) as connection:
+def list_schedules(directory: str, *, read_only: bool = False) -> list[dict[str, Any]]:
+    """Every schedule; ``read_only`` (a watcher: the dashboard) opens it ``mode=ro``, writing
+    nothing at all, and then fails on a killed writer's unfinished transaction instead."""
+    with db.opened(_existing(directory), read_only=read_only) as connection:
         if connection is None:
             return []
         rows = connection.execute("SELECT * FROM schedules ORDER BY created_at_ms, rowid").fetchall()
