@@ -476,3 +476,32 @@ def test_the_systemd_unit_runs_the_scheduler_and_the_readme_shows_it(tmp_path: P
     assert process.wait(timeout=60) == 0
     assert events_in(log)[0]["projects"] == [str(tmp_path / "projects" / "app")]
     assert "examples/nexus-scheduler.service" in (root / "README.md").read_text()
+
+
+def test_a_foreign_file_that_appears_while_running_is_reported_once_and_left_alone(
+    project: ScheduledProject, tmp_path: Path
+) -> None:
+    log = tmp_path / "events.jsonl"
+    runner = project.scheduler(log)
+    project.db.write_bytes(b"not ours\n" * 20)
+    os.chmod(project.db, 0o600)
+    err = Path(f"{log}.err")
+    until(lambda: "is not an SQLite database" in err.read_text(), what="the refusal")
+    assert project.db.read_bytes() == b"not ours\n" * 20
+    project.db.unlink()
+    schedule = project.add("--every", "1h")
+    project.schedule("run", schedule["id"])  # many wake-ups later, the runner still works
+    until(lambda: finished_events(log), what="the occurrence once the file is ours")
+    _out, text = stop_scheduler(runner)
+    assert text.count("is not an SQLite database") == 1
+
+
+def test_a_malformed_test_clock_is_refused_cleanly(project: ScheduledProject) -> None:
+    env = {**os.environ, "NEXUS_SCHEDULER_TEST_CLOCK": "yesterday"}
+    for args in (["scheduler"], ["schedule", "add", "demo", "--every", "1h"]):
+        done = subprocess.run(
+            nexus_command(*args, "-d", str(project.root)), capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 1 and "NEXUS_SCHEDULER_TEST_CLOCK must be EPOCH_MS or EPOCH_MS@RATE" in done.stderr
+        assert "Traceback" not in done.stderr
+    assert not project.db.exists()

@@ -322,13 +322,9 @@ def scheduler_command(directories: tuple[str, ...], event_log: str | None) -> No
 
     previous = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
+        clock = Clock.from_environment()
         result = run_scheduler(
-            list(directories) or ["."],
-            emit=_out,
-            say=_err,
-            event_log=event_log,
-            clock=Clock.from_environment(),
-            stop=stop,
+            list(directories) or ["."], emit=_out, say=_err, event_log=event_log, clock=clock, stop=stop
         )
     except NexusError as error:
         fail(error.message, False)

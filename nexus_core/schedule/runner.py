@@ -75,6 +75,7 @@ class Project:
     previous: dict[str, Snapshot] = field(default_factory=dict)
     caches: dict[str, TickCache] = field(default_factory=dict)
     announced_missing: bool = False
+    refused: tuple[int, int, int] | None = None  # the file last refused (inode, size, mtime)
 
     def close(self) -> None:
         if self.connection is not None:
@@ -104,13 +105,19 @@ class Project:
         """True when another process committed since the last look (or the file came or went)."""
         path = db.db_path(self.root)
         try:
-            inode = os.lstat(path).st_ino
+            info = os.lstat(path)
         except FileNotFoundError:
             return self.connection is not None
-        if self.connection is None or inode != self.inode:
+        if self.connection is None:
+            return file_key(info) != self.refused  # a refused file counts again once it changes
+        if info.st_ino != self.inode:
             return True
         version = self.connection.execute("PRAGMA data_version").fetchone()[0]
         return self.data_version is None or version != self.data_version
+
+
+def file_key(info: os.stat_result) -> tuple[int, int, int]:
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 @dataclass
@@ -214,8 +221,15 @@ def _scan(
     try:
         connection = project.current()
     except NexusError as error:
-        talk(f"{project.root}: {error.message}")
+        try:
+            key: tuple[int, int, int] | None = file_key(os.lstat(db.db_path(project.root)))
+        except OSError:
+            key = None
+        if key != project.refused:
+            talk(f"{project.root}: {error.message}")
+        project.refused = key
         return None
+    project.refused = None
     if connection is None:
         if not project.announced_missing:
             talk(f"{project.root}: no schedules yet (nexus schedule add creates them); watching for them")
