@@ -505,3 +505,17 @@ def test_a_malformed_test_clock_is_refused_cleanly(project: ScheduledProject) ->
         assert done.returncode == 1 and "NEXUS_SCHEDULER_TEST_CLOCK must be EPOCH_MS or EPOCH_MS@RATE" in done.stderr
         assert "Traceback" not in done.stderr
     assert not project.db.exists()
+
+
+def test_help_and_usage_errors(project: ScheduledProject) -> None:
+    bare = subprocess.run(nexus_command("schedule"), capture_output=True, text=True, timeout=60)
+    assert bare.returncode == 0 and bare.stdout.startswith("Usage: nexus schedule") and "pause" in bare.stdout
+    helped = subprocess.run(nexus_command("scheduler", "--help"), capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "NEXUS_SCHEDULER_TEST_CLOCK" in helped.stdout
+    for args, message in (
+        (["schedule", "bogus"], "error: No such command 'bogus'\n"),
+        (["schedule", "show"], "error: missing required argument 'id'\n"),
+        (["schedule", "add", "demo", "--every", "1h", "--bogus"], "error: unknown option '--bogus'\n"),
+    ):
+        done = subprocess.run(nexus_command(*args), capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stderr) == (1, message)

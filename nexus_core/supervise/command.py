@@ -204,6 +204,9 @@ def run_click(command: click.Command, args: list[str], prog_name: str) -> NoRetu
         kind = "option '--every'" if name == "interval" else f"argument '{name}'"
         _usage_error(f"missing required {kind}")
     except click.exceptions.UsageError as error:
+        if type(error).__name__ == "NoArgsIsHelpError" and error.ctx is not None:
+            _out(error.ctx.get_help() + "\n")  # a group with no subcommand: its help, as --help
+            raise SystemExit(0) from None
         _usage_error(error.format_message().rstrip("."))
     except click.exceptions.Abort:
         raise SystemExit(EXIT_INTERRUPTED) from None
