@@ -2,18 +2,88 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from . import canonical
 from .errors import NexusError
 from .terminal import terminal_safe
 
 MUTATIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
+# The action grammar's vocabulary, with the one-line help that completion shows (zsh, fish).
+ACTIONS = {
+    "create": "Create a run from a JSON task plan (--plan).",
+    "inspect": "Show the runs inventory or one run's state and observations.",
+    "recover-lock": "Recover a dead writer lock (--input).",
+    "start": "Start a host-owned attempt.",
+    "launch": "Launch and supervise the task's planned process.",
+    "collect": "Collect a finished process attempt's receipt.",
+    "record": "Record a host worker's outcome.",
+    "reconcile": "Reconcile an ambiguous or stopped attempt.",
+    "verify": "Run the task's verification checks on current artifacts.",
+    "retry": "Retry a failed or cancelled host attempt.",
+    "cancel": "Request cancellation of the current attempt.",
+    "accept": "Accept verified and current work.",
+}
+
+
+class SeparateCommand(NamedTuple):
+    command: str  # "module:attribute" of its click command (completion reads its options)
+    runner: str  # "module:attribute" of the function that runs it, given the words from its name on
+    summary: str  # one line, for completion
+    synopsis: str  # its required words, for the usage hint
+
+
+# Commands beside the action grammar, each a click command with its own options. main() runs
+# them; completion and the usage hint read them from here: a new one is one entry.
+SEPARATE_COMMANDS = {
+    "wait": SeparateCommand(
+        "nexus_core.supervise.command:wait_command",
+        "nexus_core.supervise:supervise_main",
+        "Block until a run settles (JSON events on stdout).",
+        "RUN",
+    ),
+    "loop": SeparateCommand(
+        "nexus_core.supervise.command:loop_command",
+        "nexus_core.supervise:supervise_main",
+        "Inspect a run on an interval; optionally verify.",
+        "RUN --every INTERVAL",
+    ),
+    "schedule": SeparateCommand(
+        "nexus_core.schedule.command:schedule_group",
+        "nexus_core.schedule.command:schedule_main",
+        "Durable scheduled re-checks: add, list, show, runs, pause, resume, delete, run.",
+        "add|list|show|runs|pause|resume|delete|run",
+    ),
+    "scheduler": SeparateCommand(
+        "nexus_core.schedule.command:scheduler_command",
+        "nexus_core.schedule.command:schedule_main",
+        "Fire the due occurrences of the projects' schedules (foreground).",
+        "[-d DIR ...]",
+    ),
+}
+
+
+def load(target: str) -> Any:
+    """The object a "module:attribute" target names (imported on first use: start-up time)."""
+    import importlib
+
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
 )
+# After the reference's line: the forms it does not name.
+USAGE_MORE = (
+    " Also: nexus recover-lock --input FILE, "
+    + ", ".join(f"nexus {name} {command.synopsis}" for name, command in SEPARATE_COMMANDS.items())
+    + " (nexus --help shows every option)."
+)
+COMPLETE_VAR = "_NEXUS_COMPLETE"  # click's shell completion protocol (``_NEXUS_COMPLETE=bash_source nexus``)
 CLOSING = "Use inspect --json for recorded evidence and reconciliation observations."
 
 
@@ -89,7 +159,7 @@ def dispatch(
         recovery_options = read_input_file(input_file, "--input")
         return locks.recover_lock(root_of(directory), recovery_options)
     if action not in MUTATIONS or not run or not task or plan is not None:
-        raise NexusError(USAGE)
+        raise NexusError(USAGE + USAGE_MORE)
     if action in ("verify", "accept"):
         if input_file is not None:
             raise NexusError(f"{action} executes its recorded contract and takes no input file.")
@@ -236,16 +306,15 @@ def _plain_inspect(words: list[str]) -> tuple[str | None, str, bool] | None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    instruction = os.environ.get(COMPLETE_VAR)
+    if instruction is not None:
+        from .completion import complete
+
+        sys.exit(complete(instruction))
     words = argv if argv is not None else sys.argv[1:]
-    if words and words[0] in ("wait", "loop"):
+    if words and words[0] in SEPARATE_COMMANDS:
         # Separate commands with their own options; the action grammar below stays as it is.
-        from .supervise import supervise_main
-
-        supervise_main(list(words))
-    if words and words[0] in ("schedule", "scheduler"):
-        from .schedule.command import schedule_main
-
-        schedule_main(list(words))
+        load(SEPARATE_COMMANDS[words[0]].runner)(list(words))
     plain = _plain_inspect(list(words))
     if plain is not None:
         run_action("inspect", plain[0], None, plain[1], None, None, plain[2])
@@ -257,6 +326,9 @@ def main(argv: list[str] | None = None) -> None:
         _usage_error(f"unknown option '{error.option_name}'")
     except click.exceptions.MissingParameter as error:
         name = error.param.name if error.param else "action"
+        if name == "action":  # commander's line, then (ours) the forms a bare ``nexus`` can take
+            _write(sys.stderr, f"error: missing required argument 'action'\n{USAGE}{USAGE_MORE}\n")
+            sys.exit(1)
         _usage_error(f"missing required argument '{name}'")
     except click.exceptions.UsageError as error:
         if "unexpected extra argument" in error.message.lower():

@@ -79,7 +79,8 @@ def read_input_file(file: str | None, option: str) -> dict[str, Any]:
         detail = getattr(error, "msg", None)
         line, column = getattr(error, "lineno", None), getattr(error, "colno", None)
         where = f"line {line} column {column}" if line is not None else ""
-        reason = f"{detail} at {where}" if detail and where else str(error)
+        # Some parser messages end in "at" already ("Unterminated string starting at").
+        reason = f"{detail.removesuffix(' at')} at {where}" if detail and where else str(error)
         raise NexusError(f"{option} file is not valid JSON ({reason}): {path}") from None
     for item in _strings(value):
         if "\x00" in item:

@@ -53,6 +53,48 @@ def safe_target(root: str, file: str) -> str:
     return target
 
 
+def _kind(path: str) -> str:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "unreadable"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a file" if stat.S_ISREG(mode) else "not a directory"
+
+
+def project_problem(root: str, error: NexusError) -> NexusError:
+    """A path-safety refusal of the project's state directory (SPEC's message first), then in
+    plain words what is wrong and with which path."""
+    culprit = error.message.partition(": ")[2]
+    if not culprit.startswith("/"):
+        return error
+    kind = _kind(culprit)
+    if culprit != root and not root.startswith(culprit + "/"):
+        words = (
+            f"nexus keeps its state in the directory {root}/.bmad-plus/nexus, but {culprit} is {kind}; "
+            "move it out of the way or use another project directory. Nothing was changed."
+        )
+    elif kind == "a symbolic link":
+        words = (
+            f"{culprit} is a symbolic link, and nexus never follows one in a project path; "
+            f"give the real path instead: {os.path.realpath(root)}"
+        )
+    elif culprit == root:
+        words = f"The project directory {root} is {kind}, not a directory."
+    else:
+        words = f"The project directory {root} cannot exist: {culprit} is {kind}, not a directory."
+    return NexusError(f"{error.message} ({words})")
+
+
+def probe_state_dir(root: str, probe: str) -> None:
+    """safe_target for a probe under the project's state directory, explained on refusal."""
+    try:
+        safe_target(root, probe)
+    except NexusError as error:
+        raise project_problem(root, error) from None
+
+
 # Descriptor-relative opens: each component is opened relative to its parent's descriptor and
 # never through a symlink, so a symlink swapped in at any depth after a check is never followed.
 # O_PATH (where there is one) needs no read permission, like the lstat walk above.
@@ -140,7 +182,7 @@ def open_project_file(root: str, file: str) -> int | None:
 
 def root_of(directory: str) -> str:
     root = os.path.abspath(directory)
-    safe_target(root, ".bmad-plus/nexus/.probe")
+    probe_state_dir(root, ".bmad-plus/nexus/.probe")
     try:
         info = os.stat(root)
     except FileNotFoundError:

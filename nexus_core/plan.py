@@ -11,7 +11,7 @@ from . import canonical
 from .errors import fail
 from .paths import directory_at, in_scope, overlap, relative, safe_target, touches_state
 from .snapshots import executable, files_snapshot, scope_snapshot
-from .validate import ident, integer_in, string_list, text, unique
+from .validate import ident, integer_in, is_ident, rule_at, string_list, text, unique, within
 
 _SECRET_KEY = re.compile(r"password|secret|token|credential|api[^\n\r\u2028\u2029]?key", re.IGNORECASE | re.ASCII)
 EXECUTION_COMMON = ("adapter", "command", "input", "instructions", "resources", "cwd", "outputLimitBytes")
@@ -63,16 +63,21 @@ def normalize_execution(root: str, value: Any) -> dict[str, Any] | None:
     allowed = EXECUTION_COMMON + EXECUTION_EXTRA[adapter]
     if any(key not in allowed for key in value):
         raise fail("Unknown execution field; shell, environment and arbitrary Codex flags are unsupported.")
-    input_file = relative(value.get("input"))
-    instructions = string_list(_default(value, "instructions", []), "execution instructions", paths=True)
-    declared = string_list(_default(value, "resources", []), "execution resources", paths=True)
+    with rule_at(".input"):
+        input_file = relative(value.get("input"))
+    with within(".instructions"):
+        instructions = string_list(_default(value, "instructions", []), "execution instructions", paths=True)
+    with within(".resources"):
+        declared = string_list(_default(value, "resources", []), "execution resources", paths=True)
     resources = unique([input_file, *instructions, *declared])
     cwd = _default(value, "cwd", ".")
-    directory_at(root, cwd)
+    with rule_at(".cwd"):
+        directory_at(root, cwd)
     limit = integer_in(_default(value, "outputLimitBytes", 262144), 1024, 2097152)
     if limit is None:
         raise fail("execution outputLimitBytes must be between 1024 and 2097152.")
-    resolved = executable(value.get("command"))
+    with rule_at(".command"):
+        resolved = executable(value.get("command"))
     result: dict[str, Any] = {"adapter": adapter, **resolved}
     if adapter == "command":
         args = _literal_args(value.get("args"), "execution args must be a bounded literal argument array.")
@@ -165,8 +170,10 @@ def _check(root: str, raw: Any, task_resources: list[str]) -> dict[str, Any]:
     check_id = ident(raw.get("id"), "Check ID")
     args = _literal_args(raw.get("args"), "Check args must be a bounded literal argument array.")
     cwd = _default(raw, "cwd", ".")
-    directory_at(root, cwd)
-    check_resources = string_list(_default(raw, "resources", []), "check resources", paths=True)
+    with rule_at(".cwd"):
+        directory_at(root, cwd)
+    with within(".resources"):
+        check_resources = string_list(_default(raw, "resources", []), "check resources", paths=True)
     allowed = set(task_resources) | set(check_resources)
     for arg in args:
         candidate = _file_argument(root, cwd, arg)
@@ -175,7 +182,8 @@ def _check(root: str, raw: Any, task_resources: list[str]) -> dict[str, Any]:
     timeout = integer_in(_default(raw, "timeoutMs", 30000), 10, 300000)
     if timeout is None:
         raise fail("Check timeoutMs must be between 10 and 300000.")
-    resolved = executable(raw.get("command"))
+    with rule_at(".command"):
+        resolved = executable(raw.get("command"))
     return {
         "id": check_id,
         "command": resolved["command"],
@@ -191,21 +199,26 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raw = {}
     task_id = ident(raw.get("id"), "Task ID")
-    scope = string_list(raw.get("scope"), "write scope", paths=True, empty=False)
-    for item in scope:
+    with within(".scope"):
+        scope = string_list(raw.get("scope"), "write scope", paths=True, empty=False)
+    for index, item in enumerate(scope):
         if touches_state(item):
             raise fail("Runtime state and .git cannot be a worker write scope.")
         try:
             is_file = stat.S_ISREG(os.lstat(os.path.join(root, item)).st_mode)
         except OSError:
             is_file = False
-        safe_target(root, item if is_file else item + "/.nexus-scope-probe")
-    artifacts = string_list(raw.get("artifacts"), "artifacts", paths=True, empty=False)
+        with rule_at(f".scope[{index}]"):
+            safe_target(root, item if is_file else item + "/.nexus-scope-probe")
+    with within(".artifacts"):
+        artifacts = string_list(raw.get("artifacts"), "artifacts", paths=True, empty=False)
     for artifact in artifacts:
         if not any(in_scope(artifact, s) for s in scope):
             raise fail(f"Artifact is outside its task write scope: {artifact}")
-    resources = string_list(_default(raw, "resources", []), "resources", paths=True)
-    execution = normalize_execution(root, raw.get("execution", _ABSENT))
+    with within(".resources"):
+        resources = string_list(_default(raw, "resources", []), "resources", paths=True)
+    with within(".execution"):
+        execution = normalize_execution(root, raw.get("execution", _ABSENT))
     if execution:
         for extra in execution["resources"]:
             if extra not in resources:
@@ -213,7 +226,10 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
     checks_raw = raw.get("checks")
     if not isinstance(checks_raw, list) or not 1 <= len(checks_raw) <= 30:
         raise fail("Each task needs 1-30 explicit verification checks.")
-    checks = [_check(root, c, resources) for c in checks_raw]
+    checks = []
+    for index, check in enumerate(checks_raw):
+        with within(f".checks[{index}]"):
+            checks.append(_check(root, check, resources))
     check_ids = [c["id"] for c in checks]
     if len(set(check_ids)) != len(check_ids):
         raise fail("Duplicate check IDs.")
@@ -232,8 +248,9 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
         acceptance = [f"Check {c} passes on the current artifacts." for c in check_ids]
     objective = text(raw.get("objective"), "Objective")
     depends_on = string_list(_default(raw, "dependsOn", []), "dependencies")
-    for dep in depends_on:
-        ident(dep)
+    for index, dep in enumerate(depends_on):
+        with rule_at(f".dependsOn[{index}]"):
+            ident(dep)
     authorizations = string_list(_default(raw, "authorizations", []), "existing authorizations")
     definition: dict[str, Any] = {
         "id": task_id,
@@ -307,7 +324,11 @@ def _normalize_plan(root: str, plan: Any) -> dict[str, Any]:
         or any(isinstance(v, (dict, list)) or v is None for v in config.values())
     ):
         raise fail("config accepts non-secret primitive settings only.")
-    tasks = [_task(root, raw) for raw in raw_tasks]
+    tasks = []
+    for index, raw in enumerate(raw_tasks):
+        task_id = raw.get("id") if isinstance(raw, dict) else None
+        with within(f"tasks[{index}]", task_id if is_ident(task_id) else None):
+            tasks.append(_task(root, raw))
     ids = [t["id"] for t in tasks]
     if len(set(ids)) != len(ids):
         raise fail("Duplicate task IDs.")

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import canonical
 from .errors import NexusError, fail
-from .paths import safe_target
+from .paths import probe_state_dir, safe_target
 from .timeutil import now_iso
 
 BASE = ".bmad-plus/nexus"
@@ -259,7 +259,7 @@ def load_run(root: str, run_id: str) -> Run:
 
 
 def list_run_ids(root: str) -> list[str]:
-    safe_target(root, RUNS + "/.inventory-probe")
+    probe_state_dir(root, RUNS + "/.inventory-probe")
     try:
         names = os.listdir(os.path.join(root, RUNS))
     except (FileNotFoundError, NotADirectoryError):

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from .errors import fail
+from .errors import NexusError, fail
 from .paths import relative, text_ok
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 
 
+def is_ident(value: object) -> bool:
+    return isinstance(value, str) and _ID.match(value) is not None
+
+
 def ident(value: object, label: str = "ID") -> str:
-    if not isinstance(value, str) or not _ID.match(value):
+    if not is_ident(value):
         raise fail(f"{label} must use 1-64 lowercase letters, numbers, _ or -.")
+    assert isinstance(value, str)
     return value
 
 
@@ -24,10 +31,61 @@ def text(value: object, label: str, limit: int = 8000) -> str:
     return value
 
 
+class Unplaced(NexusError):
+    """A refusal by a rule that cannot know which field it checked (a path, a command, a
+    directory): the reference's message, then where it is (``tasks[2].execution.input``),
+    which the callers fill in from the inside out."""
+
+    def __init__(self, reference: str, where: str, task: str | None = None) -> None:
+        self.reference = reference
+        self.where = where
+        self.task = task
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        task = f" (task {self.task})" if self.task else ""
+        joint = " At" if self.reference.endswith(".") else "; at"
+        return f"{self.reference}{joint} {self.where}{task}."
+
+    def inside(self, where: str, task: str | None = None) -> None:
+        self.where = where + self.where
+        self.task = self.task or task
+        self.message = self._text()
+
+
+@contextmanager
+def rule_at(where: str) -> Iterator[None]:
+    """Around a rule whose messages name no field: its refusal says ``where``."""
+    try:
+        yield
+    except Unplaced as error:
+        error.inside(where)
+        raise
+    except NexusError as error:
+        raise Unplaced(error.message, where) from None
+
+
+@contextmanager
+def within(where: str, task: str | None = None) -> Iterator[None]:
+    """Around a part of a value (``tasks[2]``, ``.execution``): a refusal that says where it
+    is inside the part gets the part's place before it; every other refusal passes unchanged."""
+    try:
+        yield
+    except Unplaced as error:
+        error.inside(where, task)
+        raise
+
+
 def string_list(value: object, label: str, paths: bool = False, empty: bool = True) -> list[str]:
     if not isinstance(value, list) or (not empty and not value) or len(value) > 1000:
         raise fail(f"{label} must be a bounded array.")
-    items = [relative(item) if paths else text(item, label) for item in value]
+    items = []
+    for index, item in enumerate(value):
+        if paths:
+            with rule_at(f"[{index}]"):
+                items.append(relative(item))
+        else:
+            items.append(text(item, label))
     lowered = [item.lower() for item in items]
     if len(set(lowered)) != len(lowered):
         raise fail(f"Duplicate {label}.")

@@ -7,12 +7,10 @@ scans. Widgets are touched on the UI thread only, when a message arrives.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -663,6 +661,10 @@ class NexusApp(ActionsMixin, App[None]):
             self.set_interval(TICK_SECONDS, self._on_tick)
         if self.rescan_seconds:
             self.set_interval(self.rescan_seconds, self._on_rescan)
+        self.focus_start()
+
+    def focus_start(self) -> None:
+        """Where the focus goes at start (a hook: ``--discover`` starts on its overview)."""
         self.panes[0].runs.focus()
 
     def on_unmount(self) -> None:
@@ -904,6 +906,8 @@ class NexusApp(ActionsMixin, App[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if not event.pane.query(ProjectPane):
+            return  # not a project's tab (the --discover overview)
         pane = self.pane
         if self.focused is None or pane not in self.focused.ancestors:
             pane.runs.focus()
@@ -957,49 +961,11 @@ def _ignore_temp_files(change: Any, path: str) -> bool:
 # ----------------------------------------------------------------- entry point
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="nexus-tui",
-        description="Live, read-only dashboard of nexus runs: one tab per project directory.",
-    )
-    parser.add_argument(
-        "-d",
-        "--directory",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="project directory (repeat for several tabs; default: the current directory)",
-    )
-    parser.add_argument("--poll", action="store_true", help="no file watcher: rescan every second instead")
-    parser.add_argument("--read-only", action="store_true", help="disable every action that changes state")
-    parser.add_argument(
-        "--demo", action="store_true", help="build a demo project in a temporary directory (real core) and open it"
-    )
-    return parser.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    directories = list(args.directory)
-    demo_dir = None
-    if args.demo:
-        from .demo import build_demo_in_temp
+    """``nexus-tui``: the command line lives in :mod:`nexus_tui.cli` (kept here for ``python -m``)."""
+    from .cli import main as cli_main
 
-        try:
-            demo_dir = build_demo_in_temp()
-        except Exception as error:
-            print(f"Nexus: could not build the demo: {error}", file=sys.stderr)
-            return 1
-        directories = [demo_dir, *directories]
-    for directory in directories:
-        if not os.path.isdir(directory):
-            print(f"Nexus: not a directory: {directory}", file=sys.stderr)
-            return 1
-    app = NexusApp(directories or [os.getcwd()], poll=args.poll, read_only=args.read_only)
-    app.run()
-    if demo_dir:
-        print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
-    return 0
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

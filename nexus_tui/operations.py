@@ -23,6 +23,7 @@ from nexus_core.paths import root_of, text_ok
 from nexus_core.process import receipt_file_status
 from nexus_core.store import load_run, run_path
 from nexus_core.timeutil import now_iso
+from nexus_core.words import json_word
 
 ACTION_IDS = (
     "start",
@@ -485,7 +486,7 @@ def preview(directory: str, action: str, run_id: str | None = None, task_id: str
                 f"Stores the receipt kept in {kept} and records it on attempt {short_attempt} of {where}."
                 if kept
                 else f"Records the owned process receipt of attempt {short_attempt} of {where}: its execution "
-                f"becomes '{receipt.get('outcome')}' (exit code {receipt.get('exitCode')})."
+                f"becomes '{receipt.get('outcome')}' (exit code {json_word(receipt.get('exitCode'))})."
             ),
             "The receipt's scope snapshot becomes the attempt's result.",
         ]
@@ -669,7 +670,7 @@ def summarize_input(action: str, options: dict[str, Any]) -> str:
         elif isinstance(value, str) and len(value) > 40:
             parts.append(f"{key}={value[:39]}…")
         else:
-            parts.append(f"{key}={value}")
+            parts.append(f"{key}={json_word(value)}")
     return ", ".join(parts) if parts else "(no input)"
 
 

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from nexus_core.terminal import terminal_safe
+from nexus_core.words import json_word
 
 from . import operations
 from .dialogs import DIALOG_CSS, Display
@@ -137,7 +138,7 @@ class ProgressScreen(ModalScreen[dict[str, Any] | None]):
             command.update(plain(self.shown_text(" ".join(str(part) for part in event.get("command", [])))))
         elif kind == "check-finished":
             outcome = "passed" if event.get("exitCode") == 0 and not event.get("error") else "did not pass"
-            words = f"{event['check']}: exit code {event.get('exitCode')}"
+            words = f"{event['check']}: exit code {json_word(event.get('exitCode'))}"
             if event.get("timedOut"):
                 words += ", timed out"
             if event.get("error"):

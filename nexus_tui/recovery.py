@@ -19,6 +19,7 @@ from nexus_core.plan import normalize_plan
 from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
 from nexus_core.store import RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
+from nexus_core.words import json_word
 
 EVIDENCE_DIR = ".bmad-plus/nexus/evidence"
 FRESH_PLANS_DIR = ".bmad-plus/nexus/fresh-plans"
@@ -584,7 +585,8 @@ def _task_situations(
                     f"The launch could not store its receipt in the run state; it was kept in {kept}."
                     if kept
                     else f"The supervised process ended {receipt.get('endedAt')} with outcome "
-                    f"'{receipt.get('outcome')}', exit code {receipt.get('exitCode')}, reason {receipt.get('reason')}."
+                    f"'{receipt.get('outcome')}', exit code {json_word(receipt.get('exitCode'))}, "
+                    f"reason {json_word(receipt.get('reason'))}."
                 ),
             ],
             ["Nothing to check before collecting: the receipt is the owned result."],

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import parse_iso_ms
+from nexus_core.words import json_word
 
 from .model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow, age_text, duration_text
 
@@ -366,7 +367,8 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
             line = plain(entry.get("at"), "dim")
             line.append(" ")
             line.append(value_cell(str(entry.get("outcome"))))
-            line.append(plain(f" · ownerStopped {entry.get('ownerStopped')} · retrySafe {entry.get('retrySafe')}"))
+            stopped, retry_safe = json_word(entry.get("ownerStopped")), json_word(entry.get("retrySafe"))
+            line.append(plain(f" · ownerStopped {stopped} · retrySafe {retry_safe}"))
             child = rec_node.add(line, expand=True)
             _wrapped(child, entry.get("summary"))
     cancellation = attempt.get("cancellation") or {}
@@ -393,7 +395,10 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
             line = Text("receipt     ", style="dim")
             line.append(value_cell(str(receipt.get("outcome"))))
             line.append(
-                plain(f" exit {receipt.get('exitCode')} signal {receipt.get('signal')} reason {receipt.get('reason')}")
+                plain(
+                    f" exit {json_word(receipt.get('exitCode'))} signal {json_word(receipt.get('signal'))}"
+                    f" reason {json_word(receipt.get('reason'))}"
+                )
             )
             proc.add(line)
     history = attempt.get("verificationHistory") or []
@@ -411,7 +416,7 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
         ver = node.add(ver_label, expand=True)
         for receipt in verification.get("checks") or []:
             line = plain(receipt.get("id"), "bold")
-            line.append(plain(f" exit {receipt.get('exitCode')}"))
+            line.append(plain(f" exit {json_word(receipt.get('exitCode'))}"))
             if receipt.get("timedOut"):
                 line.append(" TIMED OUT", style="bold red")
             check = ver.add(line, expand=True)
@@ -471,7 +476,7 @@ def verification_text(attempt: dict[str, Any], now: int) -> Text:
     for receipt in checks:
         text.append("● ", style="green" if receipt.get("exitCode") == 0 and not receipt.get("error") else "red")
         text.append(plain(receipt.get("id"), "bold"))
-        text.append(plain(f"  exit {receipt.get('exitCode')}"))
+        text.append(plain(f"  exit {json_word(receipt.get('exitCode'))}"))
         if receipt.get("timedOut"):
             text.append("  TIMED OUT", style="bold red")
         else:

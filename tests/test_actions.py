@@ -651,13 +651,17 @@ def test_check_environment_is_minimal(tmp_path: Path) -> None:
 USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
+    # then ours: the forms the reference's line does not name
+    " Also: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
+    " nexus schedule add|list|show|runs|pause|resume|delete|run, nexus scheduler [-d DIR ...]"
+    " (nexus --help shows every option)."
 )
 
 
 @pytest.mark.parametrize(
     ("args", "stderr"),
     [
-        ([], "error: missing required argument 'action'\n"),
+        ([], f"error: missing required argument 'action'\n{USAGE}\n"),
         (["start", "a", "b", "c"], "error: too many arguments for 'nexus'. Expected 3 arguments but got 4.\n"),
         (["inspect", "--bogus"], "error: unknown option '--bogus'\n"),
         (["create", "r1"], f"Nexus: {USAGE}\n"),

@@ -24,8 +24,11 @@ def test_wait_reports_a_process_task_from_launch_to_acceptance(tmp_path: Path) -
             "proc",
             "--idle-timeout",
             "60",
+            # Each step below is a new CLI process: under load one can take seconds, and a grace
+            # shorter than that ends the wait as "settled, awaiting collect" (exit 6). Accepted
+            # ends it at once whatever the grace.
             "--settle-grace",
-            "1",
+            "20",
             "--event-log",
             str(log),
             "--json",

@@ -19,6 +19,7 @@ from reliability_support import run_cli_json
 
 from nexus_core import timeutil
 from nexus_core.observe import inspect_run
+from nexus_core.words import json_word
 from nexus_tui.model import NOT_STARTED
 
 pytestmark = pytest.mark.asyncio
@@ -118,7 +119,8 @@ async def _check_project(app, pilot, root: str) -> None:
             if attempt:
                 assert attempt["id"] in text
                 for receipt in attempt["verification"].get("checks") or []:
-                    assert f"{receipt['id']}  exit {receipt.get('exitCode')}" in text
+                    # JSON's words: a check that never ran reads "exit none", not Python's None.
+                    assert f"{receipt['id']}  exit {json_word(receipt.get('exitCode'))}" in text
                     if receipt.get("timedOut"):
                         assert "TIMED OUT" in text
                 if attempt["cancellation"]["status"] != "none":

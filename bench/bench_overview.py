@@ -1,0 +1,156 @@
+"""``nexus-tui --discover`` figures (run by hand, prints a table; never a test).
+
+    python bench/bench_overview.py [--projects 50] [--runs 20] [--tasks 10] [--changes 30]
+
+1. data: one project of ``--runs`` runs (bench_tui's engine-made template run, cloned), copied
+   into ``--projects`` projects under one root, at depth 2 (``team-N/project-M``), each run
+   re-homed to its copy (``project`` and checksums recomputed);
+2. first frame, and every project's row shown in the "All projects" tab (each project scanned
+   once), from App start; the process's resident set size then;
+3. latency: a run file of one project replaced on disk (atomic rename, like the core) to the
+   overview row of that project showing the change (its "blocked" count), with the file
+   watchers (one per project) and the discovery thread running; p50/p95/max over N changes.
+
+Figures are noisy on a loaded machine: the floor line (``python -c pass`` and one sha256 pass
+over 64 MB, measured in the same run) lets two runs on different machines be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import hashlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_tui import clone_runs, envelope_for, replace_atomically, rss_mb, template_run
+
+from nexus_core import canonical
+
+
+def floor() -> dict[str, float]:
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    startup = time.perf_counter() - began
+    began = time.perf_counter()
+    hashlib.sha256(bytes(64 * 1024 * 1024)).hexdigest()
+    return {"python -c pass (s)": startup, "sha256 of 64 MB (s)": time.perf_counter() - began}
+
+
+def build(root: Path, projects: int, runs: int, tasks: int) -> None:
+    template = root / "template"
+    template_run(template, tasks)
+    clone_runs(template, runs)
+    for index in range(projects):
+        copy = (root / f"team-{index % 5}" / f"project-{index:02d}").resolve()
+        shutil.copytree(template, copy, symlinks=True)
+        # A run names its project's real path: re-home each copied run (checksums recomputed).
+        for state in (copy / ".bmad-plus/nexus/runs").glob("*.json"):
+            run = canonical.parse(state.read_text("utf-8"))["run"]
+            run["project"] = str(copy)
+            state.write_bytes(envelope_for(run))
+    shutil.rmtree(template)
+
+
+async def measure(root: Path, projects: int, changes: int) -> dict[str, Any]:
+    from nexus_tui.discover_app import DiscoverApp
+
+    figures: dict[str, Any] = {}
+    started = time.perf_counter()
+    app = DiscoverApp(str(root), tick=False, rescan_seconds=0)
+    async with app.run_test(size=(170, 46)) as pilot:
+        figures["first frame (s)"] = time.perf_counter() - started
+        overview = app.overview
+        while len(overview.summaries) < projects or not all(s.loaded for s in overview.summaries.values()):
+            await asyncio.sleep(0.005)
+        figures["every project's row shown (s)"] = time.perf_counter() - started
+        await asyncio.wait_for(app.loaded.wait(), 300)
+        await pilot.pause()
+        unreadable = sum(summary.unreadable for summary in overview.summaries.values())
+        if unreadable:
+            raise SystemExit(f"the data set is broken: {unreadable} unreadable run(s)")
+        gc.collect()
+        figures["RSS with every project loaded (MB)"] = rss_mb()
+
+        # Latency: flip one running task of one project's run between running and blocked.
+        target_dir = sorted(app.directories)[projects // 2]
+        index = app.directories.index(target_dir)
+        # The watchers arm, and each one armed asks for a catch-up rescan of its project (50
+        # full rescans on the one scanner thread): measure once those are done, i.e. once no
+        # scan has been applied for a whole second.
+        settle_began = time.perf_counter()
+        applied = -1
+        while applied != app.scans_applied:
+            applied = app.scans_applied
+            await pilot.pause(1.0)
+        figures["watchers armed and caught up (s)"] = time.perf_counter() - started
+        figures["settling after every row shown (s)"] = time.perf_counter() - settle_began
+        state = Path(target_dir, ".bmad-plus/nexus/runs/r000.json")
+        original = canonical.parse(state.read_text("utf-8"))["run"]
+        target = next(t for t in original["tasks"] if t["attempts"] and t["attempts"][-1]["execution"] == "running")
+        blocked_before = overview.summaries[index].blocked
+        samples = []
+        for change in range(changes):
+            run = canonical.parse(canonical.compact(original))
+            task = next(t for t in run["tasks"] if t["id"] == target["id"])
+            blocked = change % 2 == 0
+            task["attempts"][-1]["execution"] = "blocked" if blocked else "running"
+            run["sequence"] = original["sequence"] + change + 1
+            data = envelope_for(run)
+            wanted = blocked_before + (1 if blocked else 0)
+            await pilot.pause(0.05)
+            begin = time.perf_counter()
+            replace_atomically(state, data)
+            while overview.summaries[index].blocked != wanted:
+                await asyncio.sleep(0.001)
+            samples.append((time.perf_counter() - begin) * 1000)
+        print("samples (ms, in order):", " ".join(f"{sample:.0f}" for sample in samples))
+        samples.sort()
+        figures["change -> overview row, p50 (ms)"] = statistics.median(samples)
+        figures["change -> overview row, p95 (ms)"] = samples[max(0, int(len(samples) * 0.95) - 1)]
+        figures["change -> overview row, max (ms)"] = samples[-1]
+        figures["watchers"] = sum(1 for worker in app.workers if worker.group == "watch")
+        figures["RSS at the end (MB)"] = rss_mb()
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--projects", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--changes", type=int, default=30)
+    args = parser.parse_args()
+    parent = Path(tempfile.mkdtemp(prefix="nexus-bench-overview-"))
+    root = (parent / "root").resolve()
+    try:
+        began = time.perf_counter()
+        build(root, args.projects, args.runs, args.tasks)
+        print(
+            f"data set: {args.projects} projects x {args.runs} runs x {args.tasks} tasks "
+            f"built in {time.perf_counter() - began:.1f} s"
+        )
+        figures = floor()
+        figures.update(asyncio.run(measure(root, args.projects, args.changes)))
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+    width = max(len(k) for k in figures)
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value:10.3f}" if isinstance(value, float) else f"{key:<{width}}  {value}")
+    latency = figures["change -> overview row, p95 (ms)"]
+    print(f"p95 latency / sha256-of-64-MB floor: {latency / 1000 / figures['sha256 of 64 MB (s)']:.2f}")
+    print(f"python {sys.version.split()[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,258 @@
+"""The ``nexus-tui`` command line, on click with the conventions of ``nexus`` (``-d``,
+``--version``, ``-h``, shell completion through ``_NEXUS_TUI_COMPLETE``).
+
+It is a click group that runs the dashboard when no subcommand is named, so
+``nexus-tui -d DIR`` and ``nexus-tui SUBCOMMAND ...`` live side by side. To add a subcommand::
+
+    @dashboard.command("serve", help="...")
+    @click.option(...)
+    @click.pass_obj
+    def serve(options: DashboardOptions, ...) -> None: ...
+
+``options`` holds what was given before the subcommand's name (``nexus-tui -d A serve``);
+a subcommand may also declare its own options. Textual is imported only when the dashboard
+starts, so ``--help``, ``--version`` and completion stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import click
+from click.shell_completion import CompletionItem
+
+from nexus_core.terminal import terminal_safe
+
+
+@dataclass(frozen=True)
+class DashboardOptions:
+    """The group's options, for the bare form and for any subcommand (``ctx.obj``)."""
+
+    directories: tuple[str, ...]
+    poll: bool
+    read_only: bool
+    demo: bool
+    discover: str | None = None
+    discover_depth: int = 4
+
+
+def complete_directory(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """The shell's own directory completion (click's protocol: type ``dir``). Not ``click.Path``:
+    its conversion would replace the dashboard's own "not a directory" refusal."""
+    return [CompletionItem(incomplete, type="dir")]
+
+
+def discover_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--discover ROOT`` and ``--discover-depth N`` (the dashboard and ``serve``)."""
+    command = click.option(
+        "--discover-depth",
+        default=4,
+        show_default=True,
+        type=click.IntRange(0, 64),
+        help="How many directory levels below ROOT --discover looks.",
+    )(command)
+    return click.option(
+        "--discover",
+        metavar="ROOT",
+        shell_complete=complete_directory,
+        help="Every project under ROOT (holding .bmad-plus/nexus), one tab each and an 'All projects' tab; "
+        "keeps looking for new ones.",
+    )(command)
+
+
+@click.group(
+    name="nexus-tui",
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Live dashboard of nexus runs: one tab per project directory.",
+)
+@click.option(
+    "-d",
+    "--directory",
+    "directories",
+    multiple=True,
+    metavar="DIR",
+    shell_complete=complete_directory,
+    help="Project directory (repeat for several tabs; default: the current directory).",
+)
+@click.option("--poll", is_flag=True, help="No file watcher: rescan every second instead.")
+@click.option("--read-only", "read_only", is_flag=True, help="Disable every action that changes state.")
+@click.option("--demo", is_flag=True, help="Build a demo project in a temporary directory (real core) and open it.")
+@discover_options
+@click.version_option(package_name="nexus-registry", prog_name="nexus-tui")
+@click.pass_context
+def dashboard(
+    ctx: click.Context,
+    directories: tuple[str, ...],
+    poll: bool,
+    read_only: bool,
+    demo: bool,
+    discover: str | None,
+    discover_depth: int,
+) -> int:
+    options = DashboardOptions(directories, poll, read_only, demo, discover, discover_depth)
+    ctx.obj = options
+    if ctx.invoked_subcommand is not None:
+        return 0  # the subcommand runs next and its return value is the exit status
+    return run_dashboard(options)
+
+
+def run_dashboard(options: DashboardOptions) -> int:
+    """Open the dashboard on ``options``; the exit status (1 with a ``Nexus:`` line on bad input)."""
+    directories = list(options.directories)
+    demo_dir = None
+    if options.demo:
+        from .demo import build_demo_in_temp
+
+        try:
+            demo_dir = build_demo_in_temp()
+        except Exception as error:
+            print(f"Nexus: could not build the demo: {error}", file=sys.stderr)
+            return 1
+        directories = [demo_dir, *directories]
+    if options.discover is None:
+        directories = directories or [os.getcwd()]
+    for directory in directories:
+        problem = project_problem(directory)
+        if problem is not None:
+            print(f"Nexus: {terminal_safe(problem, one_line=True)}", file=sys.stderr)
+            return 1
+    from .app import NexusApp
+
+    if options.discover is not None:
+        if not os.path.isdir(options.discover):
+            print(f"Nexus: not a directory: {options.discover}", file=sys.stderr)
+            return 1
+        from .discover_app import DiscoverApp
+
+        app: NexusApp = DiscoverApp(
+            options.discover,
+            depth=options.discover_depth,
+            directories=directories,
+            poll=options.poll,
+            read_only=options.read_only,
+        )
+    else:
+        app = NexusApp(directories, poll=options.poll, read_only=options.read_only)
+    app.run()
+    if demo_dir:
+        print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
+    return 0
+
+
+def project_problem(directory: str) -> str | None:
+    """Why ``directory`` cannot be shown (the core's words for an unusable state directory)."""
+    if not os.path.isdir(directory):
+        return f"not a directory: {directory}"
+    from nexus_core.errors import NexusError
+    from nexus_core.paths import root_of
+
+    try:
+        root_of(directory)
+    except NexusError as error:
+        return error.message
+    return None
+
+
+def _usage_error(message: str) -> NoReturn:
+    # The same shape and status as ``nexus``'s usage errors.
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+COMPLETE_VAR = "_NEXUS_TUI_COMPLETE"  # click's shell completion protocol, as for nexus
+
+
+def complete(instruction: str) -> int:
+    """Answer ``_NEXUS_TUI_COMPLETE=<instruction>``; never a traceback in the operator's shell."""
+    from click.shell_completion import shell_complete
+
+    try:
+        return shell_complete(dashboard, {}, "nexus-tui", COMPLETE_VAR, instruction)
+    except Exception:
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``nexus-tui`` entry point; the exit status."""
+    instruction = os.environ.get(COMPLETE_VAR)
+    if instruction is not None:
+        return complete(instruction)
+    try:
+        status = dashboard.main(args=argv, prog_name="nexus-tui", standalone_mode=False)
+    except click.exceptions.NoSuchOption as error:
+        _usage_error(f"unknown option '{error.option_name}'")
+    except click.exceptions.UsageError as error:
+        _usage_error(error.format_message().rstrip("."))
+    except click.exceptions.Abort:
+        return 130
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    return status if isinstance(status, int) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+@dashboard.command(
+    "serve",
+    help="Serve the dashboard to browsers (one dashboard process per browser session), on 127.0.0.1 "
+    "with an access token in the printed URL. Sessions are read-only unless --allow-actions.",
+)
+@click.option(
+    "-d",
+    "--directory",
+    "directories",
+    multiple=True,
+    metavar="DIR",
+    shell_complete=complete_directory,
+    help="Project directory to serve (repeat for several tabs; also accepted before 'serve').",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (non-loopback: warned).")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
+@click.option("--allow-actions", is_flag=True, help="Let browser sessions change state (each action still asks first).")
+@click.option(
+    "--max-sessions",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Browser sessions at once; the next one gets a page saying so.",
+)
+@discover_options
+@click.pass_obj
+def serve_command(
+    options: DashboardOptions,
+    directories: tuple[str, ...],
+    host: str,
+    port: int,
+    allow_actions: bool,
+    max_sessions: int,
+    discover: str | None,
+    discover_depth: int,
+) -> int:
+    if allow_actions and options.read_only:
+        _usage_error("--read-only and --allow-actions cannot be used together")
+    from .serve import ServeConfig, serve
+
+    root = discover if discover is not None else options.discover
+    depth = discover_depth if discover is not None else options.discover_depth
+    if root is not None and not os.path.isdir(root):
+        print(f"Nexus: not a directory: {root}", file=sys.stderr)
+        return 1
+    chosen = tuple(os.path.abspath(d) for d in (*options.directories, *directories))
+    discovering = ("--discover", os.path.abspath(root), "--discover-depth", str(depth)) if root is not None else ()
+    config = ServeConfig(
+        directories=chosen or (() if root is not None else (os.getcwd(),)),
+        session_arguments=discovering,
+        host=host,
+        port=port,
+        allow_actions=allow_actions,
+        max_sessions=max_sessions,
+        poll=options.poll,
+    )
+    return serve(config)

@@ -1,0 +1,210 @@
+"""``nexus-tui --discover ROOT``: the dashboard over every project under ROOT.
+
+An "All projects" tab first (:class:`~nexus_tui.overview.OverviewPane`), then one tab per
+project, each exactly as in the plain dashboard (same scanner thread, same watcher rules, one
+watcher per project). A discovery thread walks ROOT again every few seconds and posts the
+projects it had not seen; they get a tab of their own and a row in the overview.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import anyio.to_thread
+from textual import on
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from . import actions
+from .app import NexusApp, ProjectPane, ProjectScanned, ScanRequests, Selection
+from .discovery import DEFAULT_DEPTH, discover_projects, summarize
+from .model import ProjectScanner
+from .overview import OverviewPane
+
+REDISCOVER_SECONDS = 2.0
+SPARE_THREADS = 8
+OVERVIEW_TAB = "tab-overview"
+# What keys may do while the overview is shown (the rest act on a project's pane).
+OVERVIEW_ACTIONS = frozenset(
+    {"help", "quit", "change_theme", "next_project", "previous_project", "refresh", "toggle_follow", "focus_next_pane"}
+)
+
+
+class GrowingScanRequests(ScanRequests):
+    """Scan requests for a set of projects that grows while the app runs."""
+
+    def add(self) -> int:
+        """Room for one more project; its index."""
+        with self._condition:
+            self._everything.append(False)
+            self._retime.append(False)
+            self._runs.append(None)
+            return len(self._runs) - 1
+
+
+class ProjectsFound(Message):
+    """The discovery thread found projects it had not reported before."""
+
+    def __init__(self, directories: list[str]) -> None:
+        super().__init__()
+        self.directories = directories
+
+
+class DiscoverApp(NexusApp):
+    def __init__(
+        self,
+        root: str,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        directories: Iterable[str] = (),
+        rediscover_seconds: float = REDISCOVER_SECONDS,
+        **options: Any,
+    ) -> None:
+        self.root = os.path.realpath(root)
+        self.depth = depth
+        self.rediscover_seconds = rediscover_seconds
+        fixed = [os.path.realpath(d) for d in directories]
+        initial = list(dict.fromkeys([*fixed, *discover_projects(self.root, depth)]))
+        super().__init__(initial or [self.root], **options)
+        if not initial:  # NexusApp falls back to one directory: here the overview waits for projects
+            self.directories, self._scanners = [], []
+        self._growing = GrowingScanRequests(len(self.directories))
+        self._requests = self._growing
+        self._known = set(self.directories)
+        self._stop_discovery = threading.Event()
+        self.discovery_passes = 0  # walks done by the discovery thread (tests wait on it)
+
+    def label_of(self, directory: str) -> str:
+        relative = os.path.relpath(directory, self.root)
+        return relative if not relative.startswith("..") else directory
+
+    # -- layout
+    def compose(self) -> ComposeResult:
+        self._overview = OverviewPane(self.root)
+        self._project_panes = [
+            ProjectPane(index, directory, self.label_of(directory)) for index, directory in enumerate(self.directories)
+        ]
+        with TabbedContent(id="projects", initial=OVERVIEW_TAB):
+            with TabPane("All projects", id=OVERVIEW_TAB):
+                yield self._overview
+            for index, pane in enumerate(self._project_panes):
+                with TabPane(pane.label, id=f"tab-{index}"):
+                    yield pane
+        yield Footer()
+
+    @property
+    def overview(self) -> OverviewPane:
+        return self._overview
+
+    @property
+    def panes(self) -> list[ProjectPane]:
+        # Kept, not queried: with dozens of projects a DOM query per scan message costs more
+        # than the scan's own update.
+        return self._project_panes
+
+    def on_mount(self) -> None:
+        if self.use_watcher:
+            self._room_for_watchers()
+        for index, directory in enumerate(self.directories):
+            self.overview.add(index, self.label_of(directory))
+        self.run_worker(self._discover_loop, thread=True, group="discovery", name="discovery", exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        self._stop_discovery.set()
+
+    def focus_start(self) -> None:
+        self.overview.table.focus()
+
+    # -- discovery
+    def _discover_loop(self) -> None:
+        reported = set(self._known)
+        while not self._stop_discovery.wait(self.rediscover_seconds):
+            found = [d for d in discover_projects(self.root, self.depth) if d not in reported]
+            self.discovery_passes += 1
+            if found:
+                reported.update(found)
+                self.post_message(ProjectsFound(found))
+
+    async def on_projects_found(self, message: ProjectsFound) -> None:
+        for directory in message.directories:
+            if directory not in self._known and self.is_running:
+                await self.add_project(directory)
+
+    def _room_for_watchers(self) -> None:
+        # Each watcher waits for file events in a worker thread (watchfiles runs its blocking
+        # wait through anyio), and anyio lends 40 threads in all: past that, watchers queue
+        # for a thread and a change waits with them. One thread per project, and some spare.
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = max(limiter.total_tokens, len(self.directories) + SPARE_THREADS)
+
+    async def add_project(self, directory: str) -> int:
+        """A tab, an overview row, a scan and (unless polling) one watcher for a new project."""
+        self._known.add(directory)
+        index = self._growing.add()
+        self._scanners.append(ProjectScanner(directory))
+        label = self.label_of(directory)
+        tabs = self.query_one("#projects", TabbedContent)
+        pane = ProjectPane(index, directory, label)
+        await tabs.add_pane(TabPane(label, pane, id=f"tab-{index}"))
+        # Listed once its pane exists: every list indexed by project then agrees.
+        self._project_panes.append(pane)
+        self.directories.append(directory)
+        self.overview.add(index, label)
+        self._requests.ask(index, everything=True)
+        if self.use_watcher:
+            self._room_for_watchers()
+            self._watch_project(index)
+        return index
+
+    # -- the overview follows every project's scans
+    def on_project_scanned(self, message: ProjectScanned) -> None:
+        if message.partial or not self.following or not self.is_running or message.index >= len(self.directories):
+            return
+        if self._overview.is_mounted:
+            self._overview.show(message.index, summarize(message.snapshot))
+
+    @on(OverviewPane.Opened)
+    def _open_project(self, message: OverviewPane.Opened) -> None:
+        self.query_one("#projects", TabbedContent).active = f"tab-{message.index}"
+        self.panes[message.index].runs.focus()
+
+    @on(TabbedContent.TabActivated)
+    def _overview_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == OVERVIEW_TAB:
+            self.overview.table.focus()
+
+    # -- the overview is not a project: keys that act on a project's pane are off there
+    def _on_overview(self) -> bool:
+        return self.query_one("#projects", TabbedContent).active == OVERVIEW_TAB
+
+    @property
+    def pane(self) -> ProjectPane:
+        if self._on_overview():
+            index = self.overview.highlighted()
+            return self.panes[index if index is not None else 0]
+        return super().pane
+
+    def selection(self) -> Selection:
+        if self._on_overview():
+            index = self.overview.highlighted()
+            return Selection(project=self.directories[index] if index is not None else None)
+        return super().selection()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in OVERVIEW_ACTIONS and self._on_overview() and actions.spec(action) is not None:
+            return None
+        return super().check_action(action, parameters)
+
+    def _switch_project(self, step: int) -> None:
+        tabs = self.query_one("#projects", TabbedContent)
+        order = [OVERVIEW_TAB, *(f"tab-{index}" for index in range(len(self.directories)))]
+        target = order[(order.index(tabs.active or OVERVIEW_TAB) + step) % len(order)]
+        tabs.active = target
+        if target == OVERVIEW_TAB:
+            self.overview.table.focus()
+        else:
+            self.panes[int(target.removeprefix("tab-"))].runs.focus()

@@ -1,0 +1,180 @@
+"""The "All projects" tab: one row per project, most urgent first; Enter opens the project.
+
+The rows come from :func:`nexus_tui.discovery.summarize` of each project's own scan (the app
+calls :meth:`OverviewPane.show`); nothing here reads the disk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from nexus_core.terminal import terminal_safe
+
+from .discovery import ProjectSummary, order
+
+COLUMNS = (("project", "Project"), ("runs", "Runs"), ("accepted", "Accepted"), ("needs", "Needs an operator"))
+# Each kind of need, coloured by how urgent it is.
+NEED_STYLE = {
+    "unreadable": "bold red",
+    "dead lock": "bold red",
+    "ambiguous": "bold magenta",
+    "overdue": "bold red",
+    "blocked": "yellow",
+    "stale": "yellow",
+    "to collect": "cyan",
+}
+
+
+def summary_cells(label: str, summary: ProjectSummary | None) -> dict[str, Text]:
+    name = Text(terminal_safe(label, one_line=True), style="bold")
+    if summary is None:
+        return {"project": name, "runs": Text("…", style="dim"), "accepted": Text(""), "needs": Text("loading…")}
+    needs = Text()
+    for kind, count in summary.needs():
+        if needs:
+            needs.append("  ")
+        needs.append(f"{count} {kind}", style=NEED_STYLE.get(kind, ""))
+    if not needs:
+        needs = Text("loading…" if not summary.loaded else "nothing", style="dim" if summary.loaded else "dim italic")
+    return {
+        "project": name,
+        "runs": Text(str(summary.runs)),
+        "accepted": Text(f"{summary.accepted}/{summary.tasks}", style="green" if summary.accepted else "dim"),
+        "needs": needs,
+    }
+
+
+class OverviewTable(DataTable[Any]):
+    """The overview's table; knows whether the operator has chosen a row (keys or mouse)."""
+
+    chosen = False
+
+    def _choose(self) -> None:
+        self.chosen = True
+
+    def action_cursor_up(self) -> None:
+        self._choose()
+        super().action_cursor_up()
+
+    def action_cursor_down(self) -> None:
+        self._choose()
+        super().action_cursor_down()
+
+    def action_page_up(self) -> None:
+        self._choose()
+        super().action_page_up()
+
+    def action_page_down(self) -> None:
+        self._choose()
+        super().action_page_down()
+
+    def action_scroll_top(self) -> None:
+        self._choose()
+        super().action_scroll_top()
+
+    def action_scroll_bottom(self) -> None:
+        self._choose()
+        super().action_scroll_bottom()
+
+    async def _on_click(self, event: events.Click) -> None:
+        self._choose()  # DataTable's own click handler runs after this one and moves the cursor
+
+
+class OverviewPane(Vertical):
+    """Every discovered project, one row each, sorted by urgency."""
+
+    DEFAULT_CSS = """
+    OverviewPane { height: 1fr; }
+    OverviewPane > .overview-title { height: 1; padding: 0 1; text-style: bold; }
+    OverviewPane > DataTable { height: 1fr; }
+    """
+
+    class Opened(Message):
+        """The operator chose a project's row (Enter): open its tab."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, root: str) -> None:
+        super().__init__(id="overview")
+        self.root = root
+        self.labels: dict[int, str] = {}
+        self.summaries: dict[int, ProjectSummary] = {}
+        self._order: list[int] = []
+        self.updates = 0  # rows redrawn (for tests and the benchmark)
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title(), classes="overview-title", id="overview-title")
+        yield OverviewTable(id="overview-table", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.table.add_column(label, key=key)
+
+    @property
+    def table(self) -> OverviewTable:
+        return self.query_one("#overview-table", OverviewTable)
+
+    def _title(self) -> str:
+        count = len(self.labels)
+        return terminal_safe(f"All projects under {self.root} ({count})", one_line=True)
+
+    def highlighted(self) -> int | None:
+        """The project index of the row under the cursor."""
+        table = self.table
+        if table.row_count == 0:
+            return None
+        row_key, _ = table.coordinate_to_cell_key((table.cursor_row, 0))  # type: ignore[arg-type]
+        return int(row_key.value) if row_key.value is not None else None
+
+    def add(self, index: int, label: str) -> None:
+        self.labels[index] = label
+        self.query_one("#overview-title", Static).update(self._title())
+        self._redraw()
+
+    def show(self, index: int, summary: ProjectSummary) -> None:
+        """Project ``index`` now stands as ``summary`` (a no-op when nothing changed)."""
+        if self.summaries.get(index) == summary:
+            return
+        self.summaries[index] = summary
+        self._redraw(changed=index)
+
+    def _sorted(self) -> list[int]:
+        ranked = order(self.summaries, self.labels)
+        return ranked + sorted((i for i in self.labels if i not in self.summaries), key=lambda i: self.labels[i])
+
+    def _redraw(self, changed: int | None = None) -> None:
+        table = self.table
+        wanted = self._sorted()
+        if changed is not None and wanted == self._order:
+            # Same order: only the changed row's cells.
+            cells = summary_cells(self.labels[changed], self.summaries.get(changed))
+            for key, value in cells.items():
+                table.update_cell(str(changed), key, value)
+            self.updates += 1
+            return
+        # Until the operator picks a row, the cursor stays on the most urgent project; after,
+        # on the project picked, wherever the re-sort moves it.
+        keep = self.highlighted() if table.chosen else None
+        table.clear()
+        for index in wanted:
+            cells = summary_cells(self.labels[index], self.summaries.get(index))
+            table.add_row(*(cells[key] for key, _ in COLUMNS), key=str(index))
+        self._order = wanted
+        if keep is not None and keep in wanted:
+            table.move_cursor(row=wanted.index(keep), animate=False)
+        self.updates += 1
+
+    @on(DataTable.RowSelected, "#overview-table")
+    def _opened(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.Opened(int(event.row_key.value)))

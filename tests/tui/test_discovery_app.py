@@ -1,0 +1,143 @@
+"""``nexus-tui --discover ROOT``: the "All projects" tab, one tab per project, live discovery."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dashboard_kit import cell, eventually, finish, loaded, row_keys, small_project
+from textual.widgets import TabbedContent
+
+from nexus_core.hostinfo import hostname
+from nexus_tui.demo import write_dead_writer_lock
+from nexus_tui.discover_app import OVERVIEW_TAB, DiscoverApp
+
+pytestmark = pytest.mark.asyncio
+
+
+def discover_app(root: Path, **options: Any) -> DiscoverApp:
+    settings: dict[str, Any] = {"watch": False, "rescan_seconds": 0, "tick": False, "rediscover_seconds": 0.1}
+    settings.update(options)
+    return DiscoverApp(str(root), **settings)
+
+
+def three_projects(root: Path) -> dict[str, str]:
+    """quiet (nothing to do), locked (a dead writer.lock), broken (an unreadable run)."""
+    projects = {name: small_project(root / "team" / name) for name in ("quiet", "locked", "broken")}
+    write_dead_writer_lock(projects["locked"], hostname())
+    state = Path(projects["broken"], ".bmad-plus/nexus/runs/live.json")
+    state.write_bytes(state.read_bytes()[:40])
+    return projects
+
+
+def active_tab(app: DiscoverApp) -> str:
+    return str(app.query_one("#projects", TabbedContent).active)
+
+
+def overview_labels(app: DiscoverApp) -> list[str]:
+    table = app.overview.table
+    return [cell(table, key, "project") for key in row_keys(table)]
+
+
+async def test_overview_comes_first_sorted_by_urgency_and_enter_opens_a_project(tmp_path: Path) -> None:
+    projects = three_projects(tmp_path)
+    app = discover_app(tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        assert active_tab(app) == OVERVIEW_TAB
+        assert app.focused is app.overview.table
+        await eventually(pilot, lambda: len(app.overview.summaries) == 3)
+        assert overview_labels(app) == ["team/broken", "team/locked", "team/quiet"]
+        table = app.overview.table
+        keys = row_keys(table)
+        assert "1 unreadable" in cell(table, keys[0], "needs")
+        assert "1 dead lock" in cell(table, keys[1], "needs")
+        assert cell(table, keys[2], "needs") == "nothing"
+        assert cell(table, keys[2], "runs") == "1"
+        assert table.cursor_row == 0  # nobody chose a row yet: the most urgent project
+        # Enter on the second row opens the locked project's tab.
+        await pilot.press("down", "enter")
+        index = app.directories.index(projects["locked"])
+        await eventually(pilot, lambda: active_tab(app) == f"tab-{index}")
+        assert app.pane.directory == projects["locked"]
+        assert app.focused is app.pane.runs
+        # [ and ] cycle through the projects, the overview first.
+        for _ in range(index + 1):
+            await pilot.press("left_square_bracket")
+        await eventually(pilot, lambda: active_tab(app) == OVERVIEW_TAB)
+        assert app.focused is app.overview.table
+        for _ in range(len(projects) + 1):
+            await pilot.press("right_square_bracket")
+        await eventually(pilot, lambda: active_tab(app) == OVERVIEW_TAB)
+        await pilot.press("right_square_bracket")
+        await eventually(pilot, lambda: active_tab(app) == "tab-0")
+        assert app.focused is app.panes[0].runs
+
+
+async def test_the_row_the_operator_chose_stays_chosen_when_rows_move(tmp_path: Path) -> None:
+    projects = {name: small_project(tmp_path / name) for name in ("a", "b", "c")}
+    app = discover_app(tmp_path, watch=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        await eventually(pilot, lambda: len(app.overview.summaries) == 3)
+        table = app.overview.table
+        assert overview_labels(app) == ["a", "b", "c"]
+        await pilot.press("down", "down")  # the operator picks c
+        assert app.overview.highlighted() == app.directories.index(projects["c"])
+        write_dead_writer_lock(projects["b"], hostname())  # b becomes the most urgent
+        await eventually(pilot, lambda: overview_labels(app) == ["b", "a", "c"])
+        assert app.overview.highlighted() == app.directories.index(projects["c"])
+        assert table.cursor_row == 2
+
+
+async def test_a_project_created_later_gets_a_tab_and_a_row(tmp_path: Path) -> None:
+    app = discover_app(tmp_path)  # nothing there yet
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.directories == [] and overview_labels(app) == []
+        late = small_project(tmp_path / "later" / "p")
+        await eventually(pilot, lambda: overview_labels(app) == ["later/p"])
+        await eventually(pilot, lambda: cell(app.overview.table, "0", "runs") == "1")
+        assert app.panes[0].directory == late
+        assert app.query_one("#tab-0") is not None
+        second = small_project(tmp_path / "z")
+        await eventually(pilot, lambda: len(app.directories) == 2)
+        assert app.directories == [late, second]
+
+
+async def test_rows_follow_changes_with_one_watcher_per_project(tmp_path: Path) -> None:
+    projects = {name: small_project(tmp_path / name) for name in ("a", "b")}
+    app = discover_app(tmp_path, watch=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        await eventually(pilot, lambda: len(app.overview.summaries) == 2)
+        table = app.overview.table
+        index = app.directories.index(projects["b"])
+        assert cell(table, str(index), "accepted") == "0/3"
+        finish(projects["b"], "live", "t1")
+        await eventually(pilot, lambda: cell(table, str(index), "accepted") == "1/3")
+        # Rediscovery keeps running (every 0.1 s here) and never adds a second watcher.
+        later = small_project(tmp_path / "c")
+        await eventually(pilot, lambda: later in app.directories)
+        await eventually(pilot, lambda: cell(table, str(app.directories.index(later)), "runs") == "1")
+        passes = app.discovery_passes
+        await eventually(pilot, lambda: app.discovery_passes >= passes + 3)
+        watchers = [worker for worker in app.workers if worker.group == "watch"]
+        assert sorted(worker.description for worker in watchers) == [f"_watch_project({i})" for i in range(3)]
+
+
+async def test_project_actions_are_off_on_the_overview(tmp_path: Path) -> None:
+    small_project(tmp_path / "a")
+    app = discover_app(tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        assert active_tab(app) == OVERVIEW_TAB
+        for action in ("filter", "sort", "copy_run_id", "start", "recovery_guide"):
+            assert app.check_action(action, ()) is None, action
+        for action in ("help", "refresh", "next_project", "quit"):
+            assert app.check_action(action, ()) is True, action
+        await pilot.press("slash")  # the filter key: nothing opens on the overview
+        await pilot.pause()
+        assert active_tab(app) == OVERVIEW_TAB
+        assert not app.panes[0].filter_input.display
