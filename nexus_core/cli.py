@@ -39,16 +39,28 @@ class SeparateCommand(NamedTuple):
 # them; completion and the usage hint read them from here: a new one is one entry.
 SEPARATE_COMMANDS = {
     "wait": SeparateCommand(
-        "nexus_core.supervise:wait_command",
+        "nexus_core.supervise.command:wait_command",
         "nexus_core.supervise:supervise_main",
         "Block until a run settles (JSON events on stdout).",
         "RUN",
     ),
     "loop": SeparateCommand(
-        "nexus_core.supervise:loop_command",
+        "nexus_core.supervise.command:loop_command",
         "nexus_core.supervise:supervise_main",
         "Inspect a run on an interval; optionally verify.",
         "RUN --every INTERVAL",
+    ),
+    "schedule": SeparateCommand(
+        "nexus_core.schedule.command:schedule_group",
+        "nexus_core.schedule.command:schedule_main",
+        "Durable scheduled re-checks: add, list, show, runs, pause, resume, delete, run.",
+        "add|list|show|runs|pause|resume|delete|run",
+    ),
+    "scheduler": SeparateCommand(
+        "nexus_core.schedule.command:scheduler_command",
+        "nexus_core.schedule.command:schedule_main",
+        "Fire the due occurrences of the projects' schedules (foreground).",
+        "[-d DIR ...]",
     ),
 }
 
@@ -192,7 +204,9 @@ def _command() -> Any:
         "  nexus start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK\n"
         "        [--input FILE] [--json] [-d DIR]\n"
         "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
-        "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]",
+        "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]\n"
+        "  nexus schedule add|list|show|runs|pause|resume|delete|run ... [--json] [-d DIR]\n"
+        "  nexus scheduler [-d DIR ...] [--event-log FILE]",
     )
     @click.argument("action")
     @click.argument("run", required=False)

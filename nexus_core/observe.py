@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from . import __version__, canonical
 from .errors import NexusError
 from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .paths import root_of
+from .schedule import DB_REL as SCHEDULES_DB
 from .store import Run, list_run_ids, list_temp_files, load_run
 from .timeutil import now_ms, parse_iso_ms
 
@@ -234,6 +236,13 @@ def inspect_inventory(root: str) -> dict[str, Any]:
     if temps:
         # Not in the reference: leftovers of killed writers are counted, never loaded.
         inventory["strayTempFiles"] = len(temps)
+    if os.path.lexists(os.path.join(root, SCHEDULES_DB)):
+        from .schedule.db import inventory_summary  # only then: most projects have no schedules
+
+        schedules = inventory_summary(root)
+        if schedules is not None:
+            # Not in the reference: what `nexus schedule` keeps for this project, read-only.
+            inventory["schedules"] = schedules
     return inventory
 
 

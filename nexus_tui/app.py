@@ -611,7 +611,7 @@ class NexusApp(ActionsMixin, App[None]):
     HelpScreen { align: center middle; }
     #help-body { width: 90%; height: 90%; border: round $primary; padding: 1 2; background: $surface; }
     """
-    BINDINGS: ClassVar[list[Any]] = actions.bindings()
+    BINDINGS: ClassVar[list[Any]] = [*actions.bindings(), Binding("w", "schedules", "Schedules", show=False)]
 
     def __init__(
         self,
@@ -848,6 +848,11 @@ class NexusApp(ActionsMixin, App[None]):
             if actions.gate(entry, self.read_only, selection) is not True:
                 continue
             yield SystemCommand(entry.label, entry.help, _runner(self, entry.id))
+
+    def action_schedules(self) -> None:
+        from .schedules_screen import SchedulesScreen
+
+        self.push_screen(SchedulesScreen(self.pane.directory, self.pane.label, self.read_only))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

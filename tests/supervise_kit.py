@@ -170,11 +170,11 @@ def dead_pid() -> int:
     return child.pid
 
 
-def until(condition: Any, timeout: float = 15.0, what: str = "condition") -> None:
+def until(condition: Any, timeout: float = 15.0, what: str = "condition", diagnose: Any = None) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what}" + (f": {diagnose()}" if diagnose else ""))
         time.sleep(0.05)
 
 

@@ -652,7 +652,8 @@ USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
     # then ours: the forms the reference's line does not name
-    " Also: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL"
+    " Also: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
+    " nexus schedule add|list|show|runs|pause|resume|delete|run, nexus scheduler [-d DIR ...]"
     " (nexus --help shows every option)."
 )
 

@@ -180,7 +180,7 @@ def test_launch_and_collect_put_the_process_task_first(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", list(cli.SEPARATE_COMMANDS))
 def test_every_separate_command_runs_and_completes_its_own_options(name: str, tmp_path: Path) -> None:
     """Each entry of the table names a loadable command and runner (a new command is one entry)."""
-    offered = values(f"nexus {name} --", tmp_path)
+    offered = values(f"nexus {name} --", tmp_path) + values(f"nexus {name} ", tmp_path)  # a group: subcommands
     assert "--help" in offered and len(offered) > 1, offered
     shown = run_cli(name, "--help", cwd=tmp_path)
     assert shown.returncode == 0 and f"nexus {name}" in shown.stdout, shown.stderr

@@ -280,7 +280,7 @@ def test_real_loop_verifies_and_a_terminal_ctrl_c_never_reaches_the_check(projec
     assert untimed == [
         "    check slow: exit 0\n",
         "  verified a: passed\n",
-        "nexus loop: 1 ticks run, 0 skipped (stopped).\n",
+        "nexus loop: 1 tick run, 0 skipped (stopped).\n",
     ]
     assert "stopping after the current step" in process.stderr.read()  # type: ignore[union-attr]
     assert project.state()["tasks"][0]["attempts"][-1]["verification"]["status"] == "passed"

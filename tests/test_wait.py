@@ -236,6 +236,13 @@ def test_watcher_errors_exit_1(project: Project, tmp_path: Path) -> None:
     assert done.returncode == 1 and "Run ID must use" in done.stderr
 
 
+def test_help_lists_every_exit_code_including_130() -> None:
+    help_text = subprocess.run(nexus_command("wait", "--help"), capture_output=True, text=True).stdout
+    codes = [line.split()[0] for line in help_text.splitlines() if line.strip()[:1].isdigit()]
+    assert codes == ["0", "3", "4", "6", "1", "124", "130"]
+    assert "130  interrupted (Ctrl+C)" in help_text
+
+
 def test_idle_timeout_exits_124_when_nothing_changes(project: Project) -> None:
     project.create(task_def("a"))  # startable: wait keeps waiting for an agent to start it
     started = time.monotonic()

@@ -26,7 +26,10 @@ from dashboard_kit import (
 from fixture_tools import relocate
 
 from nexus_core import engine, timeutil
+from nexus_core.schedule import core
+from nexus_core.timeutil import now_ms as time_ms
 from nexus_tui.demo import DemoInfo
+from nexus_tui.schedules_screen import SchedulesScreen
 
 pytestmark = pytest.mark.asyncio
 __all__ = ["frozen_demo"]  # the shared session fixture
@@ -108,6 +111,7 @@ async def test_watching_writes_nothing(tmp_path: Path, frozen_demo: DemoInfo) ->
     navigation key, and the project trees (state, locks, scopes) are identical afterwards."""
     root = frozen_demo.directory
     second = small_project(tmp_path / "second")
+    core.add_schedule(second, core.NewSchedule("live", "every", "1h", "UTC"), time_ms())  # watched too
     before = tree_fingerprint(root), tree_fingerprint(second)
     app = quiet_app([root, second], watch=True, tick=True, rescan_seconds=1.0)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -119,6 +123,9 @@ async def test_watching_writes_nothing(tmp_path: Path, frozen_demo: DemoInfo) ->
             ["right_square_bracket", "down", "left_square_bracket"],
         ):
             await pilot.press(*keys)
+        await pilot.press("right_square_bracket", "w")  # the second project's schedules panel
+        await eventually(pilot, lambda: isinstance(app.screen, SchedulesScreen) and app.screen.loads >= 2)
+        await pilot.press("escape", "left_square_bracket")
         scans = app.scans_applied
         await eventually(pilot, lambda: app.scans_applied >= scans + 3)  # ticks and rescans, applied
         assert "writer.lock HELD" in status_text(app)
