@@ -4,8 +4,12 @@ the database included."""
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "tui"))
 
@@ -34,8 +38,18 @@ async def _panel(app: object, pilot: object) -> SchedulesScreen:
     return app.screen  # type: ignore[attr-defined,no-any-return]
 
 
-async def test_the_panel_lists_each_schedule_and_watching_writes_nothing(tmp_path: Path) -> None:
+async def test_the_panel_lists_each_schedule_and_watching_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root, _ids = _project_with_schedules(tmp_path / "p")
+    opened: list[str] = []
+    real_connect = sqlite3.connect
+
+    def recording_connect(database: str, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(database)
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", recording_connect)
     before = tree_fingerprint(root)
     app = quiet_app([root], read_only=True)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -53,7 +67,8 @@ async def test_the_panel_lists_each_schedule_and_watching_writes_nothing(tmp_pat
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmSchedule)
         await pilot.press("escape")
-    assert tree_fingerprint(root) == before  # the database included: opened mode=ro, no journal
+    assert tree_fingerprint(root) == before  # the database included
+    assert len(opened) >= 3 and all(uri.endswith("schedules.sqlite3?mode=ro") for uri in opened), opened
 
 
 async def test_pause_resume_run_now_and_delete_through_confirmations(tmp_path: Path) -> None:
