@@ -19,8 +19,8 @@ from typing import Any
 
 from . import __version__, canonical
 from .checks import check_environment, run_check
-from .errors import NexusError, fail
-from .hostinfo import hostname, pid, pid_alive
+from .errors import NexusError, fail, message_of
+from .hostinfo import hostname, owner_liveness, pid
 from .locks import (
     RECOVERY_ACTIVE,
     WRITER_BUSY,
@@ -176,12 +176,8 @@ def _owner_is_dead(root: str) -> bool:
     except (NexusError, OSError):
         return False
     owner = snapshot.get("owner") if snapshot else None
-    if not isinstance(owner, dict) or owner.get("hostname") != hostname():
-        return False
-    owner_pid = owner.get("pid")
-    if isinstance(owner_pid, bool) or not isinstance(owner_pid, int) or owner_pid <= 0 or owner_pid == pid():
-        return False
-    return not pid_alive(owner_pid)
+    # "unknown" (another host, no usable pid) is not dead: the lock may still be released.
+    return isinstance(owner, dict) and owner_liveness(owner.get("hostname"), owner.get("pid")) == "dead"
 
 
 def _acquire_patiently(root: str, seconds: float) -> str:
@@ -492,9 +488,7 @@ def record_attempt(directory: str, run_id: str, task_id: str, options: Any) -> R
 
 
 def _probe_same_host(host: object, process_id: object) -> bool:
-    if host != hostname() or not isinstance(process_id, int | float) or not is_integer(process_id):
-        return False
-    return process_id > 0 and pid_alive(int(process_id))
+    return owner_liveness(host, process_id) == "alive"
 
 
 def reconcile_attempt(directory: str, run_id: str, task_id: str, options: Any) -> Run:
@@ -647,14 +641,6 @@ def _preflight(check_id: str, attempt_id: str, message: str, started: str) -> di
     }
 
 
-def _error_text(error: BaseException) -> str:
-    if isinstance(error, NexusError):
-        return error.message
-    if isinstance(error, OSError) and error.filename:
-        return f"{error.strerror}: {error.filename}"
-    return str(error)
-
-
 class _OperatorInterrupt:
     """Ctrl+C during `verify` stops the running check and ends the verification as ambiguous
     (never failed, never left `running` with a dead owner). A second Ctrl+C forces the exit."""
@@ -739,7 +725,7 @@ def _run_checks(
             receipt["artifactHashes"] = canonical.copy(verification["artifactHashes"])
             receipt["scopeSnapshotHash"] = canonical.sha256_json(verification["scopeHashes"])
         except Exception as error:
-            receipt = _preflight(check["id"], attempt_id, _error_text(error), started)
+            receipt = _preflight(check["id"], attempt_id, message_of(error), started)
 
         def save_receipt(_root: str, run: Run, receipt: dict[str, Any] = receipt) -> None:
             if not _owns_verification(run, task_id, attempt_id, verification_id):
@@ -861,7 +847,7 @@ def verify_task(
             ):
                 problem = "Checked files changed during verification."
         except Exception as error:
-            problem = _error_text(error)
+            problem = message_of(error)
         receipts = verification["checks"]
         uncertain = (
             stopped or attempt["cancellation"]["status"] == "requested" or any(r.get("timedOut") for r in receipts)

@@ -14,6 +14,7 @@ from typing import Any
 
 from textual.app import App
 
+from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 
 from . import operations, recovery
@@ -53,7 +54,7 @@ class ActionFlow:
         try:
             preview = operations.preview(directory, action, run_id, task_id)
         except Exception as error:
-            self._failed(action, operations.error_text(error))
+            self._failed(action, message_of(error))
             return
         self.app.push_screen(dialog_for(preview, self.display), callback=lambda values: self.confirmed(preview, values))
 
@@ -76,7 +77,7 @@ class ActionFlow:
         try:
             result = operations.execute(preview, values, self.log)
         except Exception as error:
-            self.app.call_from_thread(self._failed, preview.action, operations.error_text(error))
+            self.app.call_from_thread(self._failed, preview.action, message_of(error))
         else:
             words = self.log.entries[-1].result if self.log.entries else "done"
             self.app.call_from_thread(self._succeeded, preview.action, result, words)
@@ -124,7 +125,7 @@ class ActionFlow:
             else:
                 situations = recovery.situations_for(directory, run_id, task_id)
         except Exception as error:
-            self.app.call_from_thread(self._failed, "recovery", operations.error_text(error))
+            self.app.call_from_thread(self._failed, "recovery", message_of(error))
             return
         self.app.call_from_thread(self._show_situations, directory, situations, task_id)
 

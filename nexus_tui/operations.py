@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexus_core import engine, locks
-from nexus_core.errors import NexusError
-from nexus_core.hostinfo import hostname, pid_alive
+from nexus_core.errors import NexusError, message_of
+from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
 from nexus_core.process import receipt_file_status
@@ -319,10 +319,9 @@ def _owner_words(owner: Any) -> str:
         return "an unreadable owner"
     pid = owner.get("pid")
     host = owner.get("hostname")
-    alive = ""
-    if host == hostname() and isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
-        alive = ", alive" if pid_alive(pid) else ", not running"
-    elif host is not None:
+    state = owner_liveness(host, pid)
+    alive = {"alive": ", alive", "dead": ", not running"}.get(state, "")
+    if state == "unknown" and host is not None and host != hostname():
         alive = ", on another host (liveness unknown here)"
     return f"pid {pid} on {host}{alive}, since {owner.get('createdAt')}"
 
@@ -739,15 +738,6 @@ def _result_words(action: str, task_id: str | None, result: dict[str, Any]) -> s
     return words
 
 
-def error_text(error: BaseException) -> str:
-    """The exact message of a core error (as the CLI prints it after its prefix)."""
-    if isinstance(error, NexusError | OperationRefused):
-        return error.message
-    if isinstance(error, OSError) and error.filename:
-        return f"{error.strerror}: {error.filename}"
-    return str(error)
-
-
 # ----------------------------------------------------------------- execute
 
 
@@ -805,7 +795,7 @@ def execute(
         summary = summarize_input(preview_.action, options)
         result = _call(preview_, options, progress, should_stop)
     except (NexusError, OperationRefused, OSError) as error:
-        log.append(LogEntry(now_iso(), preview_.action, target, summary, False, error_text(error)))
+        log.append(LogEntry(now_iso(), preview_.action, target, summary, False, message_of(error)))
         raise
     log.append(
         LogEntry(

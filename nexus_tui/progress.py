@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 
 from . import operations
@@ -119,7 +120,7 @@ class ProgressScreen(ModalScreen[dict[str, Any] | None]):
                 should_stop=self.stop_requested.is_set,
             )
         except Exception as error:  # every failure becomes a message; the app never crashes
-            self.post_message(self.Finished(None, operations.error_text(error)))
+            self.post_message(self.Finished(None, message_of(error)))
             return
         self.post_message(self.Finished(result, None))
 

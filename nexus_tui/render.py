@@ -14,9 +14,9 @@ from typing import Any
 from rich.text import Text
 
 from nexus_core.terminal import terminal_safe
-from nexus_core.timeutil import parse_iso_ms
+from nexus_core.timeutil import age_text, duration_text, parse_iso_ms
 
-from .model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow, age_text, duration_text
+from .model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow
 
 STATE_STYLE = {
     "accepted": "bold green",
