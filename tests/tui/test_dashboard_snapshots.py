@@ -28,7 +28,7 @@ __all__ = ["frozen_demo"]  # a session fixture shared with the demo tests
 
 @pytest.fixture
 def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
-    monkeypatch.setattr("nexus_tui.model.hostname", lambda: DEMO_HOST)
+    monkeypatch.setattr("nexus_core.hostinfo.hostname", lambda: DEMO_HOST)
     monkeypatch.setattr("nexus_tui.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path)))
     frozen = frozen_demo.finished_at + 60
     timeutil.set_clock(lambda: frozen)

@@ -27,7 +27,7 @@ from tui_actions_support import (
     write_result,
 )
 
-from nexus_core import engine, timeutil
+from nexus_core import engine, hostinfo, timeutil
 from nexus_core.hostinfo import hostname
 from nexus_tui import operations, recovery
 from nexus_tui.dialogs import dialog_for
@@ -46,7 +46,7 @@ def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     timeutil.set_clock(lambda: FROZEN)
     # Lock owners embed the host name in their bytes (and so in the fingerprint): the screens
     # compare owners with a fixed host name here so the fingerprint is the same everywhere.
-    for module in (operations, recovery):
+    for module in (operations, recovery, hostinfo):  # hostinfo: owner_liveness compares hosts
         monkeypatch.setattr(module, "hostname", lambda: SNAPSHOT_HOST)
 
 
