@@ -12,7 +12,7 @@ from typing import Any
 from textual.widgets import Footer
 
 from .action_flow import ActionFlow
-from .action_log import ActionLogPanel
+from .widgets.action_log import ActionLogPanel
 
 LOG_PANEL_ID = "action-log"
 

@@ -122,7 +122,7 @@ REGISTRY: list[ActionSpec] = [
 def _valid_now(operation: str) -> Available:
     """Whether the core may accept ``operation`` for the selection (a cheap mirror of its
     preconditions, no hashing); the dialog re-reads the state and the core decides."""
-    from .operations import unavailable_reason
+    from .logic.operations import unavailable_reason
 
     def check(selection: Any) -> bool:
         return (

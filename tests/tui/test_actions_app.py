@@ -28,9 +28,9 @@ from tui_actions_support import (
 from nexus_core import engine
 from nexus_tui import actions
 from nexus_tui.app import NexusApp
-from nexus_tui.dialogs import ActionDialog
-from nexus_tui.progress import ProgressScreen
-from nexus_tui.recovery_screens import RecoveryListScreen, RecoveryScreen
+from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (130, 40)
 MUTATING = [entry for entry in actions.REGISTRY if entry.mutating]
@@ -291,8 +291,8 @@ async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
     """The issue's "done when": from the demo, clear the dead lock and bring every task to
     accepted or explicitly failed with keys and dialogs only."""
     from nexus_core.store import load_run
-    from nexus_tui import recovery
-    from nexus_tui.demo import build_demo
+    from nexus_tui.logic import recovery
+    from nexus_tui.logic.demo import build_demo
 
     root = build_demo(str(tmp_path / "demo")).directory
     app = quiet_app([root])

@@ -12,7 +12,7 @@ from dashboard_kit import cell, detail_text, eventually, loaded, quiet_app, row_
 from fixture_tools import FIXTURE_NAMES, relocate
 
 from nexus_core.observe import inspect_run
-from nexus_tui.model import NOT_STARTED
+from nexus_tui.logic.model import NOT_STARTED
 
 pytestmark = pytest.mark.asyncio
 

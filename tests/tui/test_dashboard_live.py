@@ -26,7 +26,7 @@ from dashboard_kit import (
 from fixture_tools import relocate
 
 from nexus_core import engine, timeutil
-from nexus_tui.demo import DemoInfo
+from nexus_tui.logic.demo import DemoInfo
 
 pytestmark = pytest.mark.asyncio
 __all__ = ["frozen_demo"]  # the shared session fixture

@@ -11,7 +11,8 @@ from fixture_tools import relocate
 from nexus_core import engine
 from nexus_core.store import load_run
 from nexus_tui import actions
-from nexus_tui.app import HelpScreen, NexusApp
+from nexus_tui.app import NexusApp
+from nexus_tui.screens.help import HelpScreen
 
 pytestmark = pytest.mark.asyncio
 

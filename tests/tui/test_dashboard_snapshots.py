@@ -20,7 +20,7 @@ from dashboard_kit import DEMO_HOST, frozen_demo, quiet_app, select
 from textual.pilot import Pilot
 
 from nexus_core import timeutil
-from nexus_tui.demo import DemoInfo
+from nexus_tui.logic.demo import DemoInfo
 
 SIZE = (170, 46)
 __all__ = ["frozen_demo"]  # a session fixture shared with the demo tests
@@ -29,7 +29,9 @@ __all__ = ["frozen_demo"]  # a session fixture shared with the demo tests
 @pytest.fixture
 def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
     monkeypatch.setattr("nexus_core.hostinfo.hostname", lambda: DEMO_HOST)
-    monkeypatch.setattr("nexus_tui.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path)))
+    monkeypatch.setattr(
+        "nexus_tui.widgets.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path))
+    )
     frozen = frozen_demo.finished_at + 60
     timeutil.set_clock(lambda: frozen)
     parent = os.path.dirname(frozen_demo.directory)

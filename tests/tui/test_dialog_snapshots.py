@@ -29,10 +29,10 @@ from tui_actions_support import (
 
 from nexus_core import engine, hostinfo, timeutil
 from nexus_core.hostinfo import hostname
-from nexus_tui import operations, recovery
-from nexus_tui.dialogs import dialog_for
-from nexus_tui.progress import ProgressScreen
-from nexus_tui.recovery_screens import RecoveryListScreen, RecoveryScreen
+from nexus_tui.logic import operations, recovery
+from nexus_tui.screens.dialogs import dialog_for
+from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (100, 40)
 FROZEN = 1796083200.0  # 2026-12-01T00:00:00Z

@@ -28,10 +28,10 @@ from tui_actions_support import (
 
 from nexus_core import engine
 from nexus_tui.action_flow import ActionFlow
-from nexus_tui.action_log import ActionLogPanel
-from nexus_tui.dialogs import ActionDialog
-from nexus_tui.progress import ProgressScreen
-from nexus_tui.recovery_screens import RecoveryListScreen, RecoveryScreen
+from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
+from nexus_tui.widgets.action_log import ActionLogPanel
 
 SIZE = (110, 44)
 
@@ -400,7 +400,7 @@ async def test_untrusted_text_is_plain_in_the_log_and_dialogs(tmp_path: Path) ->
 
 
 def _entry(number: int) -> Any:
-    from nexus_tui.operations import LogEntry
+    from nexus_tui.logic.operations import LogEntry
 
     return LogEntry("2026-12-01T00:00:00.000Z", "record", f"demo/t{number}", "(no input)", True, "done")
 

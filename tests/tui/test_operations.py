@@ -1,4 +1,4 @@
-"""nexus_tui.operations: every mutating action through the real core, asserting on disk."""
+"""nexus_tui.logic.operations: every mutating action through the real core, asserting on disk."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tui_actions_support import (
 
 from nexus_core import engine
 from nexus_core.errors import NexusError
-from nexus_tui import operations as ops
+from nexus_tui.logic import operations as ops
 
 OPERATOR = {"backend_id": "operator", "backend_session": "nexus-tui-test"}
 

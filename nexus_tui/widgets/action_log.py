@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Label
 
-from .operations import ActionLog, LogEntry
+from ..logic.operations import ActionLog, LogEntry
 from .render import plain
 
 COLUMNS = ("time", "action", "target", "input", "result")

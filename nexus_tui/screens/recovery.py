@@ -21,10 +21,10 @@ from textual.widgets.option_list import Option
 from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 
-from . import recovery
+from ..logic import recovery
+from ..logic.recovery import Situation
+from ..widgets.render import plain
 from .dialogs import DIALOG_CSS, Display, bullet_lines
-from .recovery import Situation
-from .render import plain
 
 ACTION_LABELS = {
     "start": "Start…",

@@ -21,10 +21,10 @@ from textual.widgets import Button, Static
 from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 
-from . import operations
+from ..logic import operations
+from ..logic.operations import ActionLog, Preview
+from ..widgets.render import plain
 from .dialogs import DIALOG_CSS, Display
-from .operations import ActionLog, Preview
-from .render import plain
 
 
 def elapsed_text(seconds: float) -> str:

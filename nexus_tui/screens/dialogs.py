@@ -20,9 +20,9 @@ from textual.widgets import Button, Checkbox, Input, Label, RadioButton, RadioSe
 
 from nexus_core.terminal import terminal_safe
 
-from . import operations
-from .operations import Preview
-from .render import plain
+from ..logic import operations
+from ..logic.operations import Preview
+from ..widgets.render import plain
 
 Display = Callable[[str], str]
 

@@ -16,7 +16,7 @@ from rich.text import Text
 from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import age_text, duration_text, parse_iso_ms
 
-from .model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow
+from ..logic.model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow
 
 STATE_STYLE = {
     "accepted": "bold green",

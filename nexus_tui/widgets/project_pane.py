@@ -1,0 +1,410 @@
+"""One project on the main screen: runs list, task table, detail pane and status bar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Input, Static, Tree
+
+from nexus_core.timeutil import now_ms
+
+from .. import actions
+from ..logic.model import ProjectSnapshot, RunView, ScopeIndex, TaskRow
+from ..logic.selection import Selection, parse_filter, row_matches
+from . import render
+
+
+class StatusBar(Static):
+    pass
+
+
+class ProjectPane(Vertical):
+    """One project: runs list, task table, detail pane and status bar."""
+
+    def __init__(self, index: int, directory: str, label: str) -> None:
+        super().__init__(id=f"project-{index}", classes="project")
+        self.index = index
+        self.directory = directory
+        self.label = label
+        self.snapshot: ProjectSnapshot | None = None
+        self.pending: ProjectSnapshot | None = None
+        self.run_id: str | None = None
+        self.task_id: str | None = None
+        self.filter_text = ""
+        self.task_sort: tuple[str | None, bool] = (None, False)
+        self.run_sort: tuple[str | None, bool] = (None, False)
+        self._run_cells: dict[str, dict[str, Text]] = {}
+        self._task_cells: dict[str, dict[str, Text]] = {}
+        self._task_rows: dict[str, TaskRow] = {}
+        self._task_second = -1
+        self._run_views: dict[str, RunView] = {}
+        self._run_locks: tuple[Any, ...] | None = None
+        self._run_second = -1
+        self._scope_index = ScopeIndex()
+        self._detail_key: tuple[Any, ...] | None = None
+        self.scope_paths: tuple[str, ...] = ()
+        self.has_base = False
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="main"):
+            with Vertical(classes="left"):
+                yield Static("Runs", classes="title", id=f"runs-title-{self.index}")
+                runs: DataTable[Any] = DataTable(
+                    id=f"runs-{self.index}", classes="runs", cursor_type="row", zebra_stripes=True
+                )
+                runs.border_title = "Runs"
+                yield runs
+                yield Static("Tasks", classes="title", id=f"tasks-title-{self.index}")
+                filter_input = Input(
+                    placeholder="filter: state:stale  state:overdue  task:NAME  free text  (Enter keeps, Esc clears)",
+                    id=f"filter-{self.index}",
+                    classes="filter",
+                )
+                filter_input.display = False
+                yield filter_input
+                yield DataTable(id=f"tasks-{self.index}", classes="tasks", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(classes="detail", id=f"detail-{self.index}"):
+                yield Static(Text("Loading…", style="dim"), classes="detail-head", id=f"detail-head-{self.index}")
+                tree: Tree[None] = Tree(Text("attempts"), id=f"attempts-{self.index}", classes="attempts")
+                tree.show_root = False
+                tree.guide_depth = 2
+                yield tree
+                yield Static("", classes="detail-verification", id=f"detail-verification-{self.index}")
+        yield StatusBar(Text("loading…", style="dim"), classes="status", id=f"status-{self.index}")
+
+    def on_mount(self) -> None:
+        for key, label in render.RUN_COLUMNS:
+            self.runs.add_column(label, key=key)
+        for key, label in render.TASK_COLUMNS:
+            self.tasks.add_column(label, key=key)
+
+    # -- handy queries
+    @property
+    def runs(self) -> DataTable[Any]:
+        return self.query_one(f"#runs-{self.index}", DataTable)
+
+    @property
+    def tasks(self) -> DataTable[Any]:
+        return self.query_one(f"#tasks-{self.index}", DataTable)
+
+    @property
+    def attempts_tree(self) -> Tree[None]:
+        return self.query_one(f"#attempts-{self.index}", Tree)
+
+    @property
+    def filter_input(self) -> Input:
+        return self.query_one(f"#filter-{self.index}", Input)
+
+    def current_view(self) -> RunView | None:
+        return self.snapshot.run(self.run_id) if self.snapshot else None
+
+    def selection(self) -> Selection:
+        view = self.current_view()
+        attempt_id = None
+        if view and view.inspection and self.task_id:
+            task = next((t for t in view.inspection["tasks"] if t["id"] == self.task_id), None)
+            if task and task["attempts"]:
+                attempt_id = task["attempts"][-1]["id"]
+        root = self.snapshot.root if self.snapshot else None
+        return Selection(
+            project=root or self.directory,
+            run_id=self.run_id if view else None,
+            task_id=self.task_id if view and self.task_id in self._task_rows else None,
+            attempt_id=attempt_id,
+            lock_fingerprint=self.snapshot.writer_lock.fingerprint if self.snapshot else None,
+            state_path=f"{root}/{view.state_path}" if root and view else None,
+            inspection=view.inspection if view else None,
+        )
+
+    # -- applying snapshots
+    def apply(self, snapshot: ProjectSnapshot, now: int) -> None:
+        self.snapshot = snapshot
+        with self.app.batch_update():
+            self._sync_runs(now)
+            self._sync_tasks(now)
+            self._sync_detail(now)
+            self._sync_status(now)
+
+    def refresh_times(self, now: int) -> None:
+        """The 1 s tick: only the time-derived cells and texts."""
+        if self.snapshot is None:
+            return
+        with self.app.batch_update():
+            self._sync_runs(now, retime=True)
+            self._sync_tasks(now, retime=True)
+            self._sync_detail(now, times_only=True)
+            self._sync_status(now)
+
+    def _sync_runs(self, now: int, retime: bool = False) -> None:
+        """``retime`` (the 1 s tick): recompute the age cells of unchanged runs too; a
+        scan-driven update touches only the runs that changed, whatever the clock says."""
+        assert self.snapshot is not None
+        table = self.runs
+        cursor = self._cursor_key(table)
+        wanted = {view.run_id: view for view in self.snapshot.runs}
+        for gone in [key for key in self._run_cells if key not in wanted]:
+            table.remove_row(gone)
+            del self._run_cells[gone]
+            self._run_views.pop(gone, None)
+        added = False
+        locks = (self.snapshot.writer_lock, self.snapshot.recovery_lock)
+        same_moment = locks == self._run_locks
+        self._run_locks = locks
+        if retime:
+            same_moment = same_moment and now // 1000 == self._run_second
+            self._run_second = now // 1000
+        for view in self.snapshot.runs:
+            if same_moment and self._run_views.get(view.run_id) is view and view.run_id in self._run_cells:
+                continue
+            self._run_views[view.run_id] = view
+            cells = render.run_cells(view, self.snapshot, now)
+            old = self._run_cells.get(view.run_id)
+            if old is None:
+                table.add_row(*(cells[key] for key, _ in render.RUN_COLUMNS), key=view.run_id)
+                added = True
+            else:
+                for key, cell in cells.items():
+                    if old[key] != cell:
+                        _update_cell(table, view.run_id, key, cell)
+            self._run_cells[view.run_id] = cells
+        if added or self.run_sort[0]:
+            order = {view.run_id: i for i, view in enumerate(self.snapshot.runs)}
+            column, reverse = self.run_sort
+            table.sort(
+                "run",
+                key=lambda cell: render.run_sort_value(wanted[cell.plain], column or "", order[cell.plain]),
+                reverse=reverse,
+            )
+        if self.run_id not in wanted:
+            self.run_id = self.snapshot.runs[0].run_id if self.snapshot.runs else None
+            cursor = self.run_id
+        self._restore_cursor(table, cursor)
+        title = f"Runs ({len(self.snapshot.runs)})"
+        if self.run_sort[0]:
+            title += f" sorted by {self.run_sort[0]}{' ↓' if self.run_sort[1] else ''}"
+        self.query_one(f"#runs-title-{self.index}", Static).update(Text(title, style="bold"))
+
+    def _sync_tasks(self, now: int, retime: bool = False) -> None:
+        """``retime`` (the 1 s tick): recompute the age cells of unchanged rows too."""
+        table = self.tasks
+        view = self.current_view()
+        rows = view.rows if view else ()
+        terms = parse_filter(self.filter_text)
+        visible = [row for row in rows if row_matches(row, terms)]
+        wanted = {row.task_id: row for row in visible}
+        cursor = self._cursor_key(table)
+        for gone in [key for key in self._task_cells if key not in wanted]:
+            table.remove_row(gone)
+            del self._task_cells[gone]
+            self._task_rows.pop(gone, None)
+        added = False
+        # Ages are shown to the second and only the tick moves them: outside the tick (a scan,
+        # a selection) an unchanged row keeps its cells, so one changed task costs one row.
+        same_second = True
+        if retime:
+            same_second = now // 1000 == self._task_second
+            self._task_second = now // 1000
+        for row in visible:
+            if same_second and self._task_rows.get(row.task_id) == row and row.task_id in self._task_cells:
+                continue
+            cells = render.task_cells(row, now)
+            old = self._task_cells.get(row.task_id)
+            if old is None:
+                table.add_row(*(cells[key] for key, _ in render.TASK_COLUMNS), key=row.task_id)
+                added = True
+            else:
+                for key, cell in cells.items():
+                    if old[key] != cell:
+                        _update_cell(table, row.task_id, key, cell)
+            self._task_cells[row.task_id] = cells
+            self._task_rows[row.task_id] = row
+        if added or self.task_sort[0]:
+            plan_index = {row.task_id: i for i, row in enumerate(rows)}
+            column, reverse = self.task_sort
+
+            def sort_key(cell: Text) -> Any:
+                task_id = cell.plain[2:]
+                return render.task_sort_value(wanted[task_id], column or "", plan_index[task_id])
+
+            table.sort("task", key=sort_key, reverse=reverse)
+        if self.task_id not in wanted:
+            if cursor in wanted:
+                self.task_id = cursor
+            else:
+                self.task_id = self._row_key_at(table, min(table.cursor_row, table.row_count - 1))
+            cursor = self.task_id
+        self._restore_cursor(table, cursor)
+        title = Text("Tasks", style="bold")
+        if view:
+            title.append(" of ")
+            title.append(render.plain(view.run_id, "bold"))
+            title.append(f"  ({len(visible)}/{len(rows)})")
+        if self.filter_text:
+            title.append("  filter: ", style="dim")
+            title.append(render.plain(self.filter_text, "yellow"))
+        if self.task_sort[0]:
+            title.append(f"  sorted by {self.task_sort[0]}{' ↓' if self.task_sort[1] else ''}", style="dim")
+        self.query_one(f"#tasks-title-{self.index}", Static).update(title)
+
+    def _sync_detail(self, now: int, times_only: bool = False) -> None:
+        view = self.current_view()
+        head = self.query_one(f"#detail-head-{self.index}", Static)
+        verification = self.query_one(f"#detail-verification-{self.index}", Static)
+        tree = self.attempts_tree
+        if self.snapshot is None:
+            return
+        if view is None:
+            head.update(Text("No run in this project yet." if not self.snapshot.error else "", style="dim"))
+            tree.clear()
+            verification.update("")
+            self._detail_key = None
+            return
+        detail = render.task_detail(view, self.task_id, now) if self.task_id else None
+        if detail is None:
+            head.update(render.run_header(view, self.snapshot, now, getattr(self.app, "display_path", None)))
+            if self._detail_key is not None:
+                tree.clear()
+            verification.update("")
+            self._detail_key = None
+            return
+        header, nodes, verification_body = detail
+        run_head = Text()
+        if view.error:
+            run_head = render.run_header(view, self.snapshot, now, getattr(self.app, "display_path", None))
+        head.update(run_head + header if view.error else header)
+        verification.update(verification_body)
+        key = (view.run_id, self.task_id, id(view.inspection))
+        if times_only and key == self._detail_key:
+            return
+        if key != self._detail_key:
+            tree.clear()
+            for node in nodes:
+                _add_node(tree.root, node)
+            self._detail_key = key
+
+    def _sync_status(self, now: int) -> None:
+        app = self.app
+        following = getattr(app, "following", True)
+        read_only = getattr(app, "read_only", True) or not any(entry.mutating for entry in actions.REGISTRY)
+        display = getattr(app, "display_path", lambda p: p)
+        label = display(self.snapshot.root or self.directory) if self.snapshot else display(self.directory)
+        self.query_one(f"#status-{self.index}", StatusBar).update(
+            render.status_text(self.snapshot, now, following, read_only, label, pending=self.pending is not None)
+        )
+
+    # -- cursor helpers
+    @staticmethod
+    def _cursor_key(table: DataTable[Any]) -> str | None:
+        if table.row_count == 0:
+            return None
+        return ProjectPane._row_key_at(table, table.cursor_row)
+
+    @staticmethod
+    def _row_key_at(table: DataTable[Any], index: int) -> str | None:
+        if index < 0 or index >= table.row_count:
+            return None
+        row_key, _ = table.coordinate_to_cell_key((index, 0))  # type: ignore[arg-type]
+        return row_key.value
+
+    @staticmethod
+    def _restore_cursor(table: DataTable[Any], key: str | None) -> None:
+        if key is None or table.row_count == 0:
+            return
+        try:
+            index = table.get_row_index(key)
+        except Exception:
+            return
+        if table.cursor_row != index:
+            table.move_cursor(row=index, animate=False, scroll=True)
+
+    # -- events
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value
+        now = now_ms()
+        if event.data_table is self.runs:
+            if key != self.run_id:
+                self.run_id = key
+                self.task_id = None
+                # The scanner keeps the full inspection of the focus run only: ask for it.
+                request_focus = getattr(self.app, "request_focus", None)
+                if request_focus is not None:
+                    request_focus(self.index, key)
+                self._sync_tasks(now)
+                self._sync_detail(now)
+        elif event.data_table is self.tasks and key != self.task_id:
+            self.task_id = key
+            self._sync_detail(now)
+
+    @on(DataTable.HeaderSelected)
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        column = str(event.column_key.value)
+        self.sort_by(event.data_table, column)
+
+    def sort_by(self, table: DataTable[Any], column: str | None, reverse: bool | None = None) -> None:
+        current = self.run_sort if table is self.runs else self.task_sort
+        if reverse is None:
+            reverse = (not current[1]) if current[0] == column else False
+        if table is self.runs:
+            self.run_sort = (column, reverse)
+            self._sync_runs(now_ms())
+        else:
+            self.task_sort = (column, reverse)
+            self._sync_tasks(now_ms())
+
+    def cycle_sort(self, table: DataTable[Any]) -> None:
+        columns = [key for key, _ in (render.RUN_COLUMNS if table is self.runs else render.TASK_COLUMNS)]
+        current = (self.run_sort if table is self.runs else self.task_sort)[0]
+        following = columns[(columns.index(current) + 1) % len(columns)] if current in columns else columns[0]
+        self.sort_by(table, following, reverse=False)
+
+    def reverse_sort(self, table: DataTable[Any]) -> None:
+        column, reverse = self.run_sort if table is self.runs else self.task_sort
+        self.sort_by(table, column or ("run" if table is self.runs else "task"), reverse=not reverse)
+
+    @on(Input.Changed)
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self._sync_tasks(now_ms())
+        self._sync_detail(now_ms())
+
+    @on(Input.Submitted)
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.filter_input.display = bool(self.filter_text)
+        self.tasks.focus()
+
+    def open_filter(self) -> None:
+        self.filter_input.display = True
+        self.filter_input.focus()
+
+    def clear_filter(self) -> None:
+        self.filter_input.value = ""
+        self.filter_text = ""
+        self.filter_input.display = False
+        self._sync_tasks(now_ms())
+        self._sync_detail(now_ms())
+        self.tasks.focus()
+
+    def key_escape(self) -> None:
+        if self.filter_input.has_focus or self.filter_text:
+            self.clear_filter()
+
+
+def _update_cell(table: DataTable[Any], row: str, column: str, cell: Text) -> None:
+    """Update one cell; re-measure the column only when the new value is wider (measuring
+    re-reads every row of the column: far too slow on each change of a 200-row table)."""
+    width = table.columns[column].content_width  # type: ignore[index]
+    table.update_cell(row, column, cell, update_width=cell.cell_len > width)
+
+
+def _add_node(parent: Any, node: render.Node) -> None:
+    if node.children:
+        child = parent.add(node.label, expand=node.expand)
+        for grandchild in node.children:
+            _add_node(child, grandchild)
+    else:
+        parent.add_leaf(node.label)
