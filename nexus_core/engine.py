@@ -865,22 +865,3 @@ def verify_task(
             task["integration"] = "rejected"
 
     return mutate(directory, run_id, finalize, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS)
-
-
-def launch_task(
-    directory: str,
-    run_id: str,
-    task_id: str,
-    options: Any,
-    progress: Progress | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> Run:
-    from .process import launch_task as launch
-
-    return launch(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
-
-
-def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
-    from .process import collect_task as collect
-
-    return collect(directory, run_id, task_id, options)

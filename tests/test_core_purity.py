@@ -59,3 +59,11 @@ def test_the_dashboards_logic_layer_never_imports_textual_or_rich() -> None:
     assert set(LOGIC_MODULES) <= set(loaded)
     leaked = [name for name in loaded if name.split(".")[0] in ("textual", "rich")]
     assert leaked == []
+
+
+def test_the_engine_does_not_import_the_process_backend() -> None:
+    # The process backend builds on the engine; launch and collect are reached through
+    # nexus_core.actions, so the two modules no longer import each other.
+    probe = "import json, sys\nimport nexus_core.engine\nprint(json.dumps(sorted(sys.modules)))\n"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert "nexus_core.process" not in json.loads(result.stdout)

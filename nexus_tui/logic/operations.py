@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nexus_core import engine, locks
+from nexus_core import actions as mutations
+from nexus_core import engine
 from nexus_core.errors import NexusError, message_of
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
@@ -811,50 +812,15 @@ def _call(
     progress: engine.Progress | None,
     should_stop: Callable[[], bool] | None,
 ) -> dict[str, Any]:
-    root, run_id, task_id = preview_.root, preview_.run_id or "", preview_.task_id or ""
-    action = preview_.action
-    if action == "recover-lock":
-        return locks.recover_lock(root, options)
-    if action == "create":
-        return engine.create_run(root, options)
-    if action == "verify":
-        return engine.verify_task(root, run_id, task_id, progress=progress, should_stop=should_stop)
-    if action == "accept":
-        return engine.accept_task(root, run_id, task_id)
-    if action == "launch":
-        return launch(root, run_id, task_id, options, progress, should_stop)
-    handler = {
-        "start": engine.start_task,
-        "retry": engine.retry_task,
-        "record": engine.record_attempt,
-        "reconcile": engine.reconcile_attempt,
-        "cancel": engine.cancel_task,
-        "collect": engine.collect_task,
-    }[action]
-    return handler(root, run_id, task_id, options)
-
-
-def launch(
-    root: str,
-    run_id: str,
-    task_id: str,
-    options: dict[str, Any],
-    progress: engine.Progress | None,
-    should_stop: Callable[[], bool] | None,
-) -> dict[str, Any]:
-    """Launch through the core's process backend, passing the progress and stop hooks when
-    its launch takes them (otherwise Stop goes through a cancellation request)."""
-    import inspect as pyinspect
-
-    from nexus_core import process
-
-    accepted = pyinspect.signature(process.launch_task).parameters
-    kwargs: dict[str, Any] = {}
-    if "progress" in accepted and progress is not None:
-        kwargs["progress"] = progress
-    if "should_stop" in accepted and should_stop is not None:
-        kwargs["should_stop"] = should_stop
-    return process.launch_task(root, run_id, task_id, options, **kwargs)
+    return mutations.call(
+        preview_.action,
+        preview_.root,
+        preview_.run_id,
+        preview_.task_id,
+        options,
+        progress=progress,
+        should_stop=should_stop,
+    )
 
 
 def recovery_lock_present(directory: str) -> dict[str, Any] | None:
