@@ -27,11 +27,13 @@ from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import now_ms
 
 from . import actions
-from .action_wiring import ActionsMixin
+from .action_flow import ActionFlow
 from .logic.model import ProjectScanner, ProjectSnapshot
+from .logic.operations import OPERATIONS
 from .logic.selection import Selection
 from .scanning import ProjectScanned, ScanRequests
 from .screens.help import HelpScreen
+from .widgets.action_log import ActionLogPanel
 from .widgets.project_pane import ProjectPane
 
 TICK_SECONDS = 1.0
@@ -41,6 +43,7 @@ WATCH_DEBOUNCE_MS = 50
 WATCH_STEP_MS = 10
 WATCH_ARMED_MS = 300
 MAX_WATCHED_SCOPES = 1000
+LOG_PANEL_ID = "action-log"
 # Middle-generation collections between two full ones (CPython's default is 10).
 FULL_COLLECTION_EVERY = 100
 
@@ -48,7 +51,7 @@ FULL_COLLECTION_EVERY = 100
 # ----------------------------------------------------------------- the app
 
 
-class NexusApp(ActionsMixin, App[None]):
+class NexusApp(App[None]):
     TITLE = "nexus"
     CSS = """
     Screen { layout: vertical; }
@@ -97,6 +100,7 @@ class NexusApp(ActionsMixin, App[None]):
         self._watch_stops: dict[int, asyncio.Event] = {}
         self.scans_applied = 0
         self.loaded = asyncio.Event()
+        self._flow: ActionFlow | None = None
         self._loaded_panes: set[int] = set()
 
     # -- layout
@@ -287,10 +291,48 @@ class NexusApp(ActionsMixin, App[None]):
 
     # -- actions (the registry in actions.py binds keys to these)
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        entry = actions.spec(action)
+        entry = actions.spec(str(parameters[0]) if action == "act" and parameters else action)
         if entry is None:
             return True
         return actions.gate(entry, self.read_only, self.selection())
+
+    @property
+    def flow(self) -> ActionFlow:
+        if self._flow is None:
+            self._flow = ActionFlow(self, read_only=lambda: bool(self.read_only), on_done=self._after_action)
+        return self._flow
+
+    def action_act(self, name: str) -> None:
+        """Every mutating action: its Operation's dialog for the selection (the core's state)."""
+        selection = self.selection()
+        if OPERATIONS[name].per_task:
+            self.flow.open(name, selection.project or "", selection.run_id, selection.task_id)
+        else:
+            self.flow.open(name, selection.project or "")
+
+    def _after_action(self) -> None:
+        self.request_scan(everything=True)
+        self._show_log(True)
+
+    def action_recovery_guide(self) -> None:
+        self.flow.open_recovery(self.selection().project or "")
+
+    # -- the action log panel (mounted on first use, above the footer)
+    def _log_panel(self) -> ActionLogPanel | None:
+        found = self.query(ActionLogPanel)
+        return found.first() if found else None
+
+    def _show_log(self, visible: bool) -> None:
+        panel = self._log_panel()
+        if panel is None:
+            if visible:
+                self.mount(ActionLogPanel(self.flow.log, id=LOG_PANEL_ID), before=self.query_one(Footer))
+            return
+        panel.display = visible
+
+    def action_toggle_action_log(self) -> None:
+        panel = self._log_panel()
+        self._show_log(panel is None or not panel.display)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -300,7 +342,7 @@ class NexusApp(ActionsMixin, App[None]):
                 continue
             if actions.gate(entry, self.read_only, selection) is not True:
                 continue
-            yield SystemCommand(entry.label, entry.help, _runner(self, entry.id))
+            yield SystemCommand(entry.label, entry.help, _runner(self, entry.action))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

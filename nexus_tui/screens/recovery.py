@@ -22,22 +22,10 @@ from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 
 from ..logic import recovery
+from ..logic.operations import OPERATIONS
 from ..logic.recovery import Situation
 from ..widgets.render import plain
 from .dialogs import DIALOG_CSS, Display, bullet_lines
-
-ACTION_LABELS = {
-    "start": "Start…",
-    "retry": "Retry…",
-    "record": "Record…",
-    "reconcile": "Reconcile…",
-    "cancel": "Cancel attempt…",
-    "verify": "Verify…",
-    "accept": "Accept…",
-    "launch": "Launch…",
-    "collect": "Collect…",
-    "recover-lock": "Recover lock…",
-}
 
 
 class RecoveryScreen(ModalScreen[str | None]):
@@ -109,7 +97,7 @@ class RecoveryScreen(ModalScreen[str | None]):
                     yield Button("Create fresh run…", id="fresh-run", disabled=self.read_only)
                 if situation.next_action:
                     yield Button(
-                        ACTION_LABELS[situation.next_action],
+                        OPERATIONS[situation.next_action].button_label,
                         id="next-action",
                         variant="warning",
                         disabled=self.read_only,

@@ -30,6 +30,7 @@ from tui_actions_support import (
 from nexus_core import engine, hostinfo, timeutil
 from nexus_core.hostinfo import hostname
 from nexus_tui.logic import operations, recovery
+from nexus_tui.logic.operations import base as operations_base
 from nexus_tui.screens.dialogs import dialog_for
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
@@ -46,7 +47,7 @@ def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     timeutil.set_clock(lambda: FROZEN)
     # Lock owners embed the host name in their bytes (and so in the fingerprint): the screens
     # compare owners with a fixed host name here so the fingerprint is the same everywhere.
-    for module in (operations, recovery, hostinfo):  # hostinfo: owner_liveness compares hosts
+    for module in (operations_base, recovery, hostinfo):  # hostinfo: owner_liveness compares hosts
         monkeypatch.setattr(module, "hostname", lambda: SNAPSHOT_HOST)
 
 
