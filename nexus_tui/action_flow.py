@@ -51,11 +51,23 @@ class ActionFlow:
             # The registry's gate already hides every mutating action; this is the backstop.
             self.app.notify(READ_ONLY_REFUSAL, severity="error", markup=False)
             return
+        # Reading and validating the run file is file I/O: a worker thread does it, never the UI.
+        self.app.run_worker(
+            lambda: self._prepare(action, directory, run_id, task_id),
+            thread=True,
+            group="nexus-preview",
+            name=f"preview-{action}",
+        )
+
+    def _prepare(self, action: str, directory: str, run_id: str | None, task_id: str | None) -> None:
         try:
             preview = operations.preview(directory, action, run_id, task_id)
         except Exception as error:
-            self._failed(action, message_of(error))
+            self.app.call_from_thread(self._failed, action, message_of(error))
             return
+        self.app.call_from_thread(self._show_dialog, preview)
+
+    def _show_dialog(self, preview: Preview) -> None:
         self.app.push_screen(dialog_for(preview, self.display), callback=lambda values: self.confirmed(preview, values))
 
     def confirmed(self, preview: Preview, values: dict[str, Any] | None) -> None:
@@ -107,7 +119,7 @@ class ActionFlow:
         preview = operations.preview_fresh_run(
             directory, advice.old_run_id, advice.new_run_id, advice.plan, advice.create_problem
         )
-        self.app.push_screen(dialog_for(preview, self.display), callback=lambda values: self.confirmed(preview, values))
+        self._show_dialog(preview)
 
     # -- guided recovery
     def open_recovery(self, directory: str, run_id: str | None = None, task_id: str | None = None) -> None:

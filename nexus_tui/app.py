@@ -101,6 +101,8 @@ class NexusApp(App[None]):
         self.scans_applied = 0
         self.loaded = asyncio.Event()
         self._flow: ActionFlow | None = None
+        self._allowed: tuple[tuple[Any, ...], frozenset[str]] | None = None
+        self.availability_computations = 0  # (tests count them)
         self._loaded_panes: set[int] = set()
 
     # -- layout
@@ -294,7 +296,19 @@ class NexusApp(App[None]):
         entry = actions.spec(str(parameters[0]) if action == "act" and parameters else action)
         if entry is None:
             return True
-        return actions.gate(entry, self.read_only, self.selection())
+        return True if entry.id in self.allowed_actions() else None
+
+    def allowed_actions(self) -> frozenset[str]:
+        """The ids the gate lets through for the current selection, computed once per selection,
+        snapshot and mode (Textual asks check_action for every binding on every refresh)."""
+        pane = self.pane
+        key = (pane.index, pane.selection_key(), self.read_only, tuple(map(id, actions.REGISTRY)))
+        if self._allowed is None or self._allowed[0] != key:
+            selection = pane.selection()
+            allowed = frozenset(e.id for e in actions.REGISTRY if actions.gate(e, self.read_only, selection))
+            self._allowed = (key, allowed)
+            self.availability_computations += 1
+        return self._allowed[1]
 
     @property
     def flow(self) -> ActionFlow:
@@ -336,11 +350,10 @@ class NexusApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        selection = self.selection()
         for entry in actions.REGISTRY:
             if not entry.palette or entry.id in ("quit", "change_theme", "help"):
                 continue
-            if actions.gate(entry, self.read_only, selection) is not True:
+            if entry.id not in self.allowed_actions():
                 continue
             yield SystemCommand(entry.label, entry.help, _runner(self, entry.action))
 

@@ -47,6 +47,7 @@ class ProjectPane(Vertical):
         self._scope_index = ScopeIndex()
         self._detail_key: tuple[Any, ...] | None = None
         self.scope_paths: tuple[str, ...] = ()
+        self._selection: tuple[tuple[Any, ...], Selection] | None = None
         self.has_base = False
 
     def compose(self) -> ComposeResult:
@@ -102,7 +103,19 @@ class ProjectPane(Vertical):
     def current_view(self) -> RunView | None:
         return self.snapshot.run(self.run_id) if self.snapshot else None
 
+    def selection_key(self) -> tuple[Any, ...]:
+        """What the selection depends on: a new snapshot (every scan makes one), the cursor, the
+        filter (a task filtered out is not selected)."""
+        return (id(self.snapshot), self.run_id, self.task_id, self.task_id in self._task_rows)
+
     def selection(self) -> Selection:
+        """The selection, rebuilt only when its key changed (check_action asks many times a key)."""
+        key = self.selection_key()
+        if self._selection is None or self._selection[0] != key:
+            self._selection = (key, self._build_selection())
+        return self._selection[1]
+
+    def _build_selection(self) -> Selection:
         view = self.current_view()
         attempt_id = None
         if view and view.inspection and self.task_id:

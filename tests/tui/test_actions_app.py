@@ -49,6 +49,7 @@ async def _done(app: NexusApp, pilot: Any, before: int) -> None:
 
 async def _open(app: NexusApp, pilot: Any, key: str) -> ActionDialog:
     await pilot.press(key)
+    await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))  # the preview is read in a worker
     await pilot.pause()
     assert isinstance(app.screen, ActionDialog), f"{key} opened {app.screen}"
     assert app.focused is not None and app.focused.id == "cancel"

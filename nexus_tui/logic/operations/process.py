@@ -69,7 +69,7 @@ class Collect(OnAttempt):
         if attempt["backend"].get("kind") != "process":
             return "Only process attempts have a receipt to collect."
         # A receipt kept beside the state (the launch could not store it) counts as ready.
-        kept = receipt_file_status(context.root, context.run["id"], attempt) if context.root else None
+        kept = _kept_receipt(context, attempt)
         if kept is None and (process.get("status") != "finished" or process.get("receipt") is None):
             return "The process receipt is not ready."
         if process.get("collectedAt"):
@@ -97,3 +97,16 @@ class Collect(OnAttempt):
 
     def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
         return bound_to_attempt(preview, values, run)
+
+
+def _kept_receipt(context: TaskContext, attempt: dict[str, Any]) -> str | None:
+    """The receipt file kept beside the state, if any. A dashboard selection carries the
+    scanner's inspection, whose observation already names it: no file is read for the footer
+    (on the UI thread); a freshly loaded run (a dialog's worker) is checked on disk."""
+    observations = context.run.get("observations")
+    if isinstance(observations, list):
+        observation = next((o for o in observations if o.get("taskId") == context.task["id"]), None) or {}
+        process = observation.get("process")
+        kept = process.get("recoverableReceipt") if isinstance(process, dict) else None
+        return kept if isinstance(kept, str) else None
+    return receipt_file_status(context.root, context.run["id"], attempt) if context.root else None
