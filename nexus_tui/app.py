@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
@@ -33,6 +34,7 @@ from .logic.operations import OPERATIONS
 from .logic.selection import Selection
 from .scanning import ProjectScanned, ScanRequests
 from .screens.help import HelpScreen
+from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.project_pane import ProjectPane
 
@@ -53,24 +55,7 @@ FULL_COLLECTION_EVERY = 100
 
 class NexusApp(App[None]):
     TITLE = "nexus"
-    CSS = """
-    Screen { layout: vertical; }
-    TabbedContent { height: 1fr; }
-    TabPane { padding: 0; }
-    .project { height: 1fr; }
-    .main { height: 1fr; }
-    .left { width: 3fr; }
-    .title { height: 1; padding: 0 1; background: $panel; }
-    .runs { height: auto; max-height: 40%; }
-    .tasks { height: 1fr; }
-    .filter { height: 3; }
-    .detail { width: 2fr; border-left: solid $primary-darken-2; padding: 0 1; }
-    .attempts { height: auto; max-height: 100%; scrollbar-size-horizontal: 0; }
-    .detail-verification { margin-top: 1; }
-    .status { height: 2; padding: 0 1; background: $panel; }
-    HelpScreen { align: center middle; }
-    #help-body { width: 90%; height: 90%; border: round $primary; padding: 1 2; background: $surface; }
-    """
+    CSS_PATH = "nexus.tcss"
     BINDINGS: ClassVar[list[Any]] = actions.bindings()
 
     def __init__(
@@ -115,6 +100,8 @@ class NexusApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        render.use_theme_variables(self.get_css_variables())
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._start_scanner()
         for index in range(len(self.directories)):
             self._requests.ask(index, everything=True)
@@ -125,6 +112,13 @@ class NexusApp(App[None]):
         if self.rescan_seconds:
             self.set_interval(self.rescan_seconds, self._on_rescan)
         self.panes[0].runs.focus()
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """The theme picker (t): every state colour comes from the theme, so redraw them all."""
+        render.use_theme_variables(self.get_css_variables())
+        now = now_ms()
+        for pane in self.panes:
+            pane.restyle(now)
 
     def on_unmount(self) -> None:
         self._requests.close()

@@ -15,7 +15,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, RadioButton, RadioSet, Static
 
 from nexus_core.terminal import terminal_safe
@@ -23,29 +22,9 @@ from nexus_core.terminal import terminal_safe
 from ..logic import operations
 from ..logic.operations import Choice, Line, Preview, Tick
 from ..widgets.render import plain
+from .base import NexusDialog
 
 Display = Callable[[str], str]
-
-DIALOG_CSS = """
-ActionDialog, ProgressScreen, RecoveryScreen { align: center middle; }
-ActionDialog > #dialog, ProgressScreen > #dialog, RecoveryScreen > #dialog {
-    width: 96; max-width: 96%; height: auto; max-height: 92%;
-    border: thick $primary; background: $surface; padding: 0 1;
-}
-ActionDialog.destructive > #dialog { border: thick $error; }
-#dialog-title { text-style: bold; padding: 0 0 1 0; }
-#dialog-body { height: auto; max-height: 65vh; }
-.section { text-style: bold; margin-top: 1; }
-.statement { padding-left: 1; }
-.caution { color: $warning; padding-left: 1; }
-.unavailable { color: $error; padding-left: 1; }
-.field-label { margin-top: 1; }
-.field-error { color: $error; height: auto; }
-#dialog-error { color: $error; height: auto; }
-#dialog-buttons { height: auto; align-horizontal: right; padding-top: 1; }
-#dialog-buttons Button { margin-left: 2; }
-RadioSet { width: 100%; }
-"""
 
 
 def bullet_lines(lines: Iterable[str], display: Display) -> Text:
@@ -59,11 +38,10 @@ def bullet_lines(lines: Iterable[str], display: Display) -> Text:
     return out
 
 
-class ActionDialog(ModalScreen[dict[str, Any] | None]):
+class ActionDialog(NexusDialog[dict[str, Any] | None]):
     """The one dialog of every action: title, statement of changes, cautions, the fields its
     :class:`~nexus_tui.logic.operations.Operation` lists, Cancel / Confirm."""
 
-    DEFAULT_CSS = DIALOG_CSS
     BINDINGS: ClassVar[list[Any]] = [Binding("escape", "cancel", "Cancel", show=False)]
 
     def __init__(self, preview: Preview, display: Display | None = None) -> None:

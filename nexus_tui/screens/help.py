@@ -30,11 +30,11 @@ class HelpScreen(ModalScreen[None]):
             text.append(f"{group}\n", style="bold underline")
             for entry in entries:
                 keys = actions.key_label(entry.keys) or "palette"
-                text.append(f"  {keys:<14}", style="bold cyan")
+                text.append(f"  {keys:<14}", style=render.themed("bold $primary-lighten-2"))
                 text.append(f"{entry.label:<22}")
                 text.append(entry.help, style="dim")
                 if entry.mutating:
-                    text.append("  (changes state)", style="yellow")
+                    text.append("  (changes state)", style=render.themed("$warning"))
                 text.append("\n")
             text.append("\n")
         text.append("Also\n", style="bold underline")
@@ -44,14 +44,14 @@ class HelpScreen(ModalScreen[None]):
             ("↑ ↓ PgUp PgDn", "move in the focused table; the detail follows the task cursor"),
             ("mouse", "click rows, headers (sort), tabs and tree nodes; scroll the detail"),
         ):
-            text.append(f"  {keys:<14}", style="bold cyan")
+            text.append(f"  {keys:<14}", style=render.themed("bold $primary-lighten-2"))
             text.append(f"{what}\n", style="dim")
         text.append("\nFilter syntax\n", style="bold underline")
         text.append("  state:stale  state:overdue  state:active  state:attention  state:accepted  state:running ...\n")
         text.append("  task:NAME (part of the task id)   anything else: free text over id, objective, states\n\n")
         text.append("Task states\n", style="bold underline")
         for state, glyph in render.GLYPH.items():
-            text.append(f"  {glyph} ", style=render.STATE_STYLE.get(state, ""))
+            text.append(f"  {glyph} ", style=render.state_style(state, ""))
             text.append(f"{state}\n")
         text.append(
             "\nEverything shown comes from the same core functions as `nexus inspect --json`.\n"

@@ -142,6 +142,14 @@ class ProjectPane(Vertical):
             self._sync_detail(now)
             self._sync_status(now)
 
+    def restyle(self, now: int) -> None:
+        """The theme changed: recompute every cell, text and tree node with its colours."""
+        self._run_views.clear()
+        self._task_rows.clear()
+        self._detail_key = None
+        if self.snapshot is not None:
+            self.apply(self.snapshot, now)
+
     def refresh_times(self, now: int) -> None:
         """The 1 s tick: only the time-derived cells and texts."""
         if self.snapshot is None:
@@ -181,7 +189,7 @@ class ProjectPane(Vertical):
                 added = True
             else:
                 for key, cell in cells.items():
-                    if old[key] != cell:
+                    if _changed(old[key], cell):
                         _update_cell(table, view.run_id, key, cell)
             self._run_cells[view.run_id] = cells
         if added or self.run_sort[0]:
@@ -231,7 +239,7 @@ class ProjectPane(Vertical):
                 added = True
             else:
                 for key, cell in cells.items():
-                    if old[key] != cell:
+                    if _changed(old[key], cell):
                         _update_cell(table, row.task_id, key, cell)
             self._task_cells[row.task_id] = cells
             self._task_rows[row.task_id] = row
@@ -258,7 +266,7 @@ class ProjectPane(Vertical):
             title.append(f"  ({len(visible)}/{len(rows)})")
         if self.filter_text:
             title.append("  filter: ", style="dim")
-            title.append(render.plain(self.filter_text, "yellow"))
+            title.append(render.plain(self.filter_text, render.themed("$warning")))
         if self.task_sort[0]:
             title.append(f"  sorted by {self.task_sort[0]}{' ↓' if self.task_sort[1] else ''}", style="dim")
         self.query_one(f"#tasks-title-{self.index}", Static).update(title)
@@ -421,3 +429,8 @@ def _add_node(parent: Any, node: render.Node) -> None:
             _add_node(child, grandchild)
     else:
         parent.add_leaf(node.label)
+
+
+def _changed(old: Text, new: Text) -> bool:
+    # Rich's Text equality ignores the base style: a theme change alters only that.
+    return old != new or old.style != new.style

@@ -87,3 +87,37 @@ def test_help_screen(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
         await pilot.press("question_mark")
 
     assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
+
+
+def test_main_screen_in_a_light_theme(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
+    """The same view as the overview (a dark theme), in textual-light: every colour, the task
+    states' included, comes from the theme."""
+
+    async def pick(pilot: Pilot[None]) -> None:
+        await select(pilot, "release", "release-notes")
+        pilot.app.theme = "textual-light"
+        await pilot.pause()
+
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
+
+
+async def test_the_theme_picker_recolours_the_task_states(demo_app: Callable[[], Any]) -> None:
+    from textual.theme import BUILTIN_THEMES
+
+    def success(theme: str) -> str:
+        return BUILTIN_THEMES[theme].to_color_system().generate()["success"].lower()
+
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await asyncio.wait_for(app.loaded.wait(), 60)
+        await select(pilot, "release", "release-notes")
+
+        def task_cell_styles() -> set[str]:
+            return {str(app.pane.tasks.get_cell(key, "task").style).lower() for key in app.pane.tasks.rows}
+
+        assert success("gruvbox") != success("textual-dark")
+        assert f"bold {success('textual-dark')}" in task_cell_styles()  # accepted tasks
+        app.theme = "gruvbox"
+        await pilot.pause()
+        assert f"bold {success('gruvbox')}" in task_cell_styles()
+        assert not any(success("textual-dark") in style for style in task_cell_styles())
