@@ -23,20 +23,20 @@ from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from nexus_core.store import BASE
 from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import now_ms
 
 from . import actions
 from .action_flow import ActionFlow
-from .logic.model import ProjectScanner, ProjectSnapshot
+from .logic.model import ProjectSnapshot
 from .logic.operations import OPERATIONS
 from .logic.selection import Selection
+from .logic.session import ProjectSession
 from .scanning import ProjectScanned, ScanRequests
 from .screens.help import HelpScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
-from .widgets.project_pane import ProjectPane
+from .widgets.project_pane import ProjectPane, RunFocused
 
 TICK_SECONDS = 1.0
 SAFETY_RESCAN_SECONDS = 5.0
@@ -80,33 +80,47 @@ class NexusApp(App[None]):
         self.tick = tick
         self.display_path = display_path or (lambda path: path)
         self.following = True
-        self._scanners = [ProjectScanner(d) for d in self.directories]
-        self._requests = ScanRequests(len(self.directories))
-        self._watch_stops: dict[int, asyncio.Event] = {}
+        # One owner per open project; everything per project lives in its session.
+        self.sessions = [
+            ProjectSession.open(index, directory, terminal_safe(_label(directory), one_line=True))
+            for index, directory in enumerate(self.directories)
+        ]
+        self._requests = ScanRequests(len(self.sessions))
         self.scans_applied = 0
         self.loaded = asyncio.Event()
         self._flow: ActionFlow | None = None
         self._allowed: tuple[tuple[Any, ...], frozenset[str]] | None = None
         self.availability_computations = 0  # (tests count them)
-        self._loaded_panes: set[int] = set()
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    @read_only.setter
+    def read_only(self, value: bool) -> None:
+        self._read_only = value
+        for pane in self.query(ProjectPane) if self.is_running else ():
+            pane.read_only = value  # goes down to the status bar
+            pane.sync_status(now_ms())
 
     # -- layout
     def compose(self) -> ComposeResult:
         with TabbedContent(id="projects"):
-            for index, directory in enumerate(self.directories):
-                label = terminal_safe(os.path.basename(directory.rstrip("/")) or directory, one_line=True)
-                with TabPane(label, id=f"tab-{index}"):
-                    yield ProjectPane(index, directory, label)
+            for session in self.sessions:
+                with TabPane(session.label, id=f"tab-{session.index}"):
+                    pane = ProjectPane(session, display_path=self.display_path)
+                    pane.following, pane.read_only = self.following, self.read_only
+                    yield pane
         yield Footer()
 
     def on_mount(self) -> None:
         render.use_theme_variables(self.get_css_variables())
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._start_scanner()
-        for index in range(len(self.directories)):
-            self._requests.ask(index, everything=True)
+        for session in self.sessions:
+            self._requests.ask(session.index, everything=True)
             if self.use_watcher:
-                self._watch_project(index)
+                self._watch_project(session)
         if self.tick:
             self.set_interval(TICK_SECONDS, self._on_tick)
         if self.rescan_seconds:
@@ -122,8 +136,9 @@ class NexusApp(App[None]):
 
     def on_unmount(self) -> None:
         self._requests.close()
-        for stop in self._watch_stops.values():
-            stop.set()
+        for session in self.sessions:
+            if session.watch_stop is not None:
+                session.watch_stop.set()
 
     @property
     def panes(self) -> list[ProjectPane]:
@@ -131,9 +146,9 @@ class NexusApp(App[None]):
 
     @property
     def pane(self) -> ProjectPane:
-        tabs = self.query_one("#projects", TabbedContent)
-        active = tabs.active or "tab-0"
-        return self.query_one(f"#project-{active.split('-')[-1]}", ProjectPane)
+        active = self.query_one("#projects", TabbedContent).active_pane
+        panes = active.query(ProjectPane) if active is not None else None
+        return panes.first() if panes else self.panes[0]
 
     def selection(self) -> Selection:
         return self.pane.selection()
@@ -148,7 +163,7 @@ class NexusApp(App[None]):
             worker = get_current_worker()
             while not worker.is_cancelled and not requests.closed:
                 for index, everything, runs, retime in requests.take(0.25):
-                    scanner = self._scanners[index]
+                    scanner = self.sessions[index].scanner
 
                     def publish(partial: ProjectSnapshot, index: int = index) -> None:
                         self.post_message(ProjectScanned(index, partial, (), partial=True))
@@ -158,58 +173,55 @@ class NexusApp(App[None]):
 
         self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
 
-    def request_focus(self, index: int, run_id: str | None) -> None:
-        self._scanners[index].focus = run_id
-        self.request_scan(index)
+    @on(RunFocused)
+    def _run_focused(self, message: RunFocused) -> None:
+        self.sessions[message.index].scanner.focus = message.run_id
+        self.request_scan(message.index)
 
     def request_scan(
         self, index: int | None = None, everything: bool = False, runs: Iterable[str] = (), retime: bool = False
     ) -> None:
         """``retime``: recompute the clock-derived flags of unchanged runs too (the tick)."""
-        for i in range(len(self.directories)) if index is None else (index,):
+        for i in range(len(self.sessions)) if index is None else (index,):
             self._requests.ask(i, everything=everything, runs=runs, retime=retime)
 
     def on_project_scanned(self, message: ProjectScanned) -> None:
         panes = self.panes
         if message.index >= len(panes) or not self.is_running:
             return  # shutting down
-        pane = panes[message.index]
+        session, pane = self.sessions[message.index], panes[message.index]
         if message.partial:
             if self.following:
                 pane.apply(message.snapshot, now_ms())
             return
-        if message.scope_paths != pane.scope_paths or (message.snapshot.root and self._base_appeared(pane, message)):
-            pane.scope_paths = message.scope_paths
-            stop = self._watch_stops.get(message.index)
-            if stop is not None:
-                stop.set()  # the watcher restarts on the new set of paths
+        if message.scope_paths != session.scope_paths or session.base_appeared(message.snapshot.root):
+            session.scope_paths = message.scope_paths
+            if session.watch_stop is not None:
+                session.watch_stop.set()  # the watcher restarts on the new set of paths
         if not self.following:
-            pane.pending = message.snapshot
-            pane._sync_status(now_ms())
+            session.pending = message.snapshot
+            pane.sync_status(now_ms())
             return
-        pane.pending = None
+        session.pending = None
         pane.apply(message.snapshot, now_ms())
         self.scans_applied += 1
-        self._loaded_panes.add(message.index)
-        if len(self._loaded_panes) == len(self.directories) and not self.loaded.is_set():
-            # Everything loaded so far (runs, views, widgets) lives as long as the app: keep it
-            # out of the cyclic collector, whose full passes over a large project otherwise
-            # stall a live update by hundreds of ms. Reference counting still frees it.
-            gc.freeze()
-            # Each live update parses a whole run file (no cycles: reference counting frees
-            # it), yet its allocations still trigger full collections of 20-90 ms every second
-            # or so, which then land inside an update: make full collections 10x rarer.
-            young, middle, _ = gc.get_threshold()
-            gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
+        session.loaded = True
+        if all(s.loaded for s in self.sessions) and not self.loaded.is_set():
+            self._settle_memory()
             self.loaded.set()
 
     @staticmethod
-    def _base_appeared(pane: ProjectPane, message: ProjectScanned) -> bool:
-        root = message.snapshot.root
-        exists = bool(root) and os.path.isdir(os.path.join(root, BASE))  # type: ignore[arg-type]
-        appeared = exists and not pane.has_base
-        pane.has_base = exists
-        return appeared
+    def _settle_memory() -> None:
+        """Once everything is loaded: tune the garbage collector for live updates."""
+        # Everything loaded so far (runs, views, widgets) lives as long as the app: keep it out
+        # of the cyclic collector, whose full passes over a large project otherwise stall a live
+        # update by hundreds of ms. Reference counting still frees it.
+        gc.freeze()
+        # Each live update parses a whole run file (no cycles: reference counting frees it), yet
+        # its allocations still trigger full collections of 20-90 ms every second or so, which
+        # then land inside an update: make full collections 10x rarer.
+        young, middle, _ = gc.get_threshold()
+        gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
     def _on_tick(self) -> None:
         now = now_ms()
@@ -223,22 +235,16 @@ class NexusApp(App[None]):
 
     # -- watching
     @work(group="watch", exclusive=False, exit_on_error=False)
-    async def _watch_project(self, index: int) -> None:
+    async def _watch_project(self, session: ProjectSession) -> None:
         from watchfiles import awatch
 
-        pane = self.panes[index]
+        index = session.index
         failures = 0
         while not self._requests.closed:
-            root = pane.snapshot.root if pane.snapshot else None
-            paths = []
-            if root and os.path.isdir(os.path.join(root, BASE)):
-                paths.append(os.path.join(root, BASE))
-            # Each watched directory costs inotify watches; past a limit the periodic rescan
-            # (which re-inspects every run in turn) is what notices edits inside scopes.
-            if len(pane.scope_paths) <= MAX_WATCHED_SCOPES:
-                paths.extend(pane.scope_paths)
+            root = session.snapshot.root if session.snapshot else None
+            paths = session.watched_paths(MAX_WATCHED_SCOPES)
             stop = asyncio.Event()
-            self._watch_stops[index] = stop
+            session.watch_stop = stop
             if not paths:
                 await self._sleep_or_stop(stop, 1.0)
                 continue
@@ -273,17 +279,8 @@ class NexusApp(App[None]):
             await asyncio.wait_for(stop.wait(), seconds)
 
     def _on_changes(self, index: int, root: str, paths: set[str]) -> None:
-        pane = self.panes[index]
-        relative = {os.path.relpath(path, root) for path in paths} if root else set()
-        touched: set[str] = set()
-        if pane.snapshot is not None and relative:
-            # Run files need no matching (every scan re-stats them); scopes are looked up by
-            # path prefix in an index kept in step with the runs, not scanned one by one.
-            index_of_scopes = pane._scope_index
-            index_of_scopes.update(pane.snapshot.runs)
-            for rel in relative:
-                touched |= index_of_scopes.runs_covering(rel)
-        self.request_scan(index, runs=touched)
+        # Run files need no matching (every scan re-stats them); scopes are looked up by prefix.
+        self.request_scan(index, runs=self.sessions[index].runs_touched(root, paths))
 
     # -- actions (the registry in actions.py binds keys to these)
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -375,10 +372,12 @@ class NexusApp(App[None]):
         self.following = not self.following
         now = now_ms()
         for pane in self.panes:
-            if self.following and pane.pending is not None:
-                pending, pane.pending = pane.pending, None
+            pane.following = self.following
+            session = pane.session
+            if self.following and session.pending is not None:
+                pending, session.pending = session.pending, None
                 pane.apply(pending, now)
-            pane._sync_status(now)
+            pane.sync_status(now)
         self.notify("Following live updates." if self.following else "Paused: the view is frozen.", timeout=2)
 
     def action_refresh(self) -> None:
@@ -395,8 +394,7 @@ class NexusApp(App[None]):
 
     def _switch_project(self, step: int) -> None:
         tabs = self.query_one("#projects", TabbedContent)
-        index = int((tabs.active or "tab-0").split("-")[-1])
-        target = (index + step) % len(self.directories)
+        target = (self.pane.index + step) % len(self.sessions)
         tabs.active = f"tab-{target}"
         # Focus inside the shown pane, or Textual refocuses the hidden one and switches back.
         self.panes[target].runs.focus()
@@ -440,6 +438,10 @@ class NexusApp(App[None]):
 
     def action_copy_project_path(self) -> None:
         self._copy("project path", self.selection().project)
+
+
+def _label(directory: str) -> str:
+    return os.path.basename(directory.rstrip("/")) or directory
 
 
 def _runner(app: NexusApp, action_id: str) -> Callable[[], Any]:

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import DataTable, Input, Static, Tree
 
 from nexus_core.timeutil import now_ms
 
 from .. import actions
-from ..logic.model import ProjectSnapshot, RunView, ScopeIndex, TaskRow
+from ..logic.model import ProjectSnapshot, RunView, TaskRow
 from ..logic.selection import Selection, parse_filter, row_matches
+from ..logic.session import ProjectSession
 from . import render
 
 
@@ -22,21 +25,25 @@ class StatusBar(Static):
     pass
 
 
+class RunFocused(Message):
+    """The runs cursor moved to ``run_id`` in project ``index`` (its full inspection is wanted)."""
+
+    def __init__(self, index: int, run_id: str | None) -> None:
+        super().__init__()
+        self.index = index
+        self.run_id = run_id
+
+
 class ProjectPane(Vertical):
     """One project: runs list, task table, detail pane and status bar."""
 
-    def __init__(self, index: int, directory: str, label: str) -> None:
-        super().__init__(id=f"project-{index}", classes="project")
-        self.index = index
-        self.directory = directory
-        self.label = label
-        self.snapshot: ProjectSnapshot | None = None
-        self.pending: ProjectSnapshot | None = None
-        self.run_id: str | None = None
-        self.task_id: str | None = None
-        self.filter_text = ""
-        self.task_sort: tuple[str | None, bool] = (None, False)
-        self.run_sort: tuple[str | None, bool] = (None, False)
+    def __init__(self, session: ProjectSession, *, display_path: Callable[[str], str] | None = None) -> None:
+        super().__init__(id=f"project-{session.index}", classes="project")
+        self.session = session
+        self.display_path = display_path or (lambda path: path)
+        # Set by the app (they go down, never pulled up): live updates followed, actions disabled.
+        self.following = True
+        self.read_only = True
         self._run_cells: dict[str, dict[str, Text]] = {}
         self._task_cells: dict[str, dict[str, Text]] = {}
         self._task_rows: dict[str, TaskRow] = {}
@@ -44,11 +51,25 @@ class ProjectPane(Vertical):
         self._run_views: dict[str, RunView] = {}
         self._run_locks: tuple[Any, ...] | None = None
         self._run_second = -1
-        self._scope_index = ScopeIndex()
         self._detail_key: tuple[Any, ...] | None = None
-        self.scope_paths: tuple[str, ...] = ()
         self._selection: tuple[tuple[Any, ...], Selection] | None = None
-        self.has_base = False
+
+    # -- the session's facts, read by the tests and the app
+    @property
+    def index(self) -> int:
+        return self.session.index
+
+    @property
+    def snapshot(self) -> ProjectSnapshot | None:
+        return self.session.snapshot
+
+    @property
+    def run_id(self) -> str | None:
+        return self.session.run_id
+
+    @property
+    def task_id(self) -> str | None:
+        return self.session.task_id
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="main"):
@@ -101,12 +122,17 @@ class ProjectPane(Vertical):
         return self.query_one(f"#filter-{self.index}", Input)
 
     def current_view(self) -> RunView | None:
-        return self.snapshot.run(self.run_id) if self.snapshot else None
+        return self.session.current_view()
 
     def selection_key(self) -> tuple[Any, ...]:
         """What the selection depends on: a new snapshot (every scan makes one), the cursor, the
         filter (a task filtered out is not selected)."""
-        return (id(self.snapshot), self.run_id, self.task_id, self.task_id in self._task_rows)
+        return (
+            id(self.session.snapshot),
+            self.session.run_id,
+            self.session.task_id,
+            self.session.task_id in self._task_rows,
+        )
 
     def selection(self) -> Selection:
         """The selection, rebuilt only when its key changed (check_action asks many times a key)."""
@@ -118,71 +144,71 @@ class ProjectPane(Vertical):
     def _build_selection(self) -> Selection:
         view = self.current_view()
         attempt_id = None
-        if view and view.inspection and self.task_id:
-            task = next((t for t in view.inspection["tasks"] if t["id"] == self.task_id), None)
+        if view and view.inspection and self.session.task_id:
+            task = next((t for t in view.inspection["tasks"] if t["id"] == self.session.task_id), None)
             if task and task["attempts"]:
                 attempt_id = task["attempts"][-1]["id"]
-        root = self.snapshot.root if self.snapshot else None
+        root = self.session.snapshot.root if self.session.snapshot else None
         return Selection(
-            project=root or self.directory,
-            run_id=self.run_id if view else None,
-            task_id=self.task_id if view and self.task_id in self._task_rows else None,
+            project=root or self.session.directory,
+            run_id=self.session.run_id if view else None,
+            task_id=self.session.task_id if view and self.session.task_id in self._task_rows else None,
             attempt_id=attempt_id,
-            lock_fingerprint=self.snapshot.writer_lock.fingerprint if self.snapshot else None,
+            lock_fingerprint=self.session.snapshot.writer_lock.fingerprint if self.session.snapshot else None,
             state_path=f"{root}/{view.state_path}" if root and view else None,
             inspection=view.inspection if view else None,
         )
 
     # -- applying snapshots
     def apply(self, snapshot: ProjectSnapshot, now: int) -> None:
-        self.snapshot = snapshot
+        self.session.snapshot = snapshot
         with self.app.batch_update():
             self._sync_runs(now)
             self._sync_tasks(now)
             self._sync_detail(now)
-            self._sync_status(now)
+            self.sync_status(now)
 
     def restyle(self, now: int) -> None:
         """The theme changed: recompute every cell, text and tree node with its colours."""
         self._run_views.clear()
         self._task_rows.clear()
         self._detail_key = None
-        if self.snapshot is not None:
-            self.apply(self.snapshot, now)
+        if self.session.snapshot is not None:
+            self.apply(self.session.snapshot, now)
 
     def refresh_times(self, now: int) -> None:
         """The 1 s tick: only the time-derived cells and texts."""
-        if self.snapshot is None:
+        if self.session.snapshot is None:
             return
         with self.app.batch_update():
             self._sync_runs(now, retime=True)
             self._sync_tasks(now, retime=True)
             self._sync_detail(now, times_only=True)
-            self._sync_status(now)
+            self.sync_status(now)
 
     def _sync_runs(self, now: int, retime: bool = False) -> None:
         """``retime`` (the 1 s tick): recompute the age cells of unchanged runs too; a
         scan-driven update touches only the runs that changed, whatever the clock says."""
-        assert self.snapshot is not None
+        assert self.session.snapshot is not None
         table = self.runs
         cursor = self._cursor_key(table)
-        wanted = {view.run_id: view for view in self.snapshot.runs}
+        wanted = {view.run_id: view for view in self.session.snapshot.runs}
         for gone in [key for key in self._run_cells if key not in wanted]:
             table.remove_row(gone)
             del self._run_cells[gone]
             self._run_views.pop(gone, None)
         added = False
-        locks = (self.snapshot.writer_lock, self.snapshot.recovery_lock)
+        locks = (self.session.snapshot.writer_lock, self.session.snapshot.recovery_lock)
         same_moment = locks == self._run_locks
         self._run_locks = locks
         if retime:
             same_moment = same_moment and now // 1000 == self._run_second
             self._run_second = now // 1000
-        for view in self.snapshot.runs:
+        for view in self.session.snapshot.runs:
             if same_moment and self._run_views.get(view.run_id) is view and view.run_id in self._run_cells:
                 continue
             self._run_views[view.run_id] = view
-            cells = render.run_cells(view, self.snapshot, now)
+            cells = render.run_cells(view, self.session.snapshot, now)
             old = self._run_cells.get(view.run_id)
             if old is None:
                 table.add_row(*(cells[key] for key, _ in render.RUN_COLUMNS), key=view.run_id)
@@ -192,21 +218,22 @@ class ProjectPane(Vertical):
                     if _changed(old[key], cell):
                         _update_cell(table, view.run_id, key, cell)
             self._run_cells[view.run_id] = cells
-        if added or self.run_sort[0]:
-            order = {view.run_id: i for i, view in enumerate(self.snapshot.runs)}
-            column, reverse = self.run_sort
+        if added or self.session.run_sort[0]:
+            order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
+            column, reverse = self.session.run_sort
+            run_of = _row_keys_by_cell(self._run_cells, "run")
             table.sort(
                 "run",
-                key=lambda cell: render.run_sort_value(wanted[cell.plain], column or "", order[cell.plain]),
+                key=lambda cell: render.run_sort_value(wanted[run_of[id(cell)]], column or "", order[run_of[id(cell)]]),
                 reverse=reverse,
             )
-        if self.run_id not in wanted:
-            self.run_id = self.snapshot.runs[0].run_id if self.snapshot.runs else None
-            cursor = self.run_id
+        if self.session.run_id not in wanted:
+            self.session.run_id = self.session.snapshot.runs[0].run_id if self.session.snapshot.runs else None
+            cursor = self.session.run_id
         self._restore_cursor(table, cursor)
-        title = f"Runs ({len(self.snapshot.runs)})"
-        if self.run_sort[0]:
-            title += f" sorted by {self.run_sort[0]}{' ↓' if self.run_sort[1] else ''}"
+        title = f"Runs ({len(self.session.snapshot.runs)})"
+        if self.session.run_sort[0]:
+            title += f" sorted by {self.session.run_sort[0]}{' ↓' if self.session.run_sort[1] else ''}"
         self.query_one(f"#runs-title-{self.index}", Static).update(Text(title, style="bold"))
 
     def _sync_tasks(self, now: int, retime: bool = False) -> None:
@@ -214,7 +241,7 @@ class ProjectPane(Vertical):
         table = self.tasks
         view = self.current_view()
         rows = view.rows if view else ()
-        terms = parse_filter(self.filter_text)
+        terms = parse_filter(self.session.filter_text)
         visible = [row for row in rows if row_matches(row, terms)]
         wanted = {row.task_id: row for row in visible}
         cursor = self._cursor_key(table)
@@ -243,32 +270,36 @@ class ProjectPane(Vertical):
                         _update_cell(table, row.task_id, key, cell)
             self._task_cells[row.task_id] = cells
             self._task_rows[row.task_id] = row
-        if added or self.task_sort[0]:
+        if added or self.session.task_sort[0]:
             plan_index = {row.task_id: i for i, row in enumerate(rows)}
-            column, reverse = self.task_sort
+            column, reverse = self.session.task_sort
+
+            task_of = _row_keys_by_cell(self._task_cells, "task")
 
             def sort_key(cell: Text) -> Any:
-                task_id = cell.plain[2:]
+                task_id = task_of[id(cell)]
                 return render.task_sort_value(wanted[task_id], column or "", plan_index[task_id])
 
             table.sort("task", key=sort_key, reverse=reverse)
-        if self.task_id not in wanted:
+        if self.session.task_id not in wanted:
             if cursor in wanted:
-                self.task_id = cursor
+                self.session.task_id = cursor
             else:
-                self.task_id = self._row_key_at(table, min(table.cursor_row, table.row_count - 1))
-            cursor = self.task_id
+                self.session.task_id = self._row_key_at(table, min(table.cursor_row, table.row_count - 1))
+            cursor = self.session.task_id
         self._restore_cursor(table, cursor)
         title = Text("Tasks", style="bold")
         if view:
             title.append(" of ")
             title.append(render.plain(view.run_id, "bold"))
             title.append(f"  ({len(visible)}/{len(rows)})")
-        if self.filter_text:
+        if self.session.filter_text:
             title.append("  filter: ", style="dim")
-            title.append(render.plain(self.filter_text, render.themed("$warning")))
-        if self.task_sort[0]:
-            title.append(f"  sorted by {self.task_sort[0]}{' ↓' if self.task_sort[1] else ''}", style="dim")
+            title.append(render.plain(self.session.filter_text, render.themed("$warning")))
+        if self.session.task_sort[0]:
+            title.append(
+                f"  sorted by {self.session.task_sort[0]}{' ↓' if self.session.task_sort[1] else ''}", style="dim"
+            )
         self.query_one(f"#tasks-title-{self.index}", Static).update(title)
 
     def _sync_detail(self, now: int, times_only: bool = False) -> None:
@@ -276,17 +307,17 @@ class ProjectPane(Vertical):
         head = self.query_one(f"#detail-head-{self.index}", Static)
         verification = self.query_one(f"#detail-verification-{self.index}", Static)
         tree = self.attempts_tree
-        if self.snapshot is None:
+        if self.session.snapshot is None:
             return
         if view is None:
-            head.update(Text("No run in this project yet." if not self.snapshot.error else "", style="dim"))
+            head.update(Text("No run in this project yet." if not self.session.snapshot.error else "", style="dim"))
             tree.clear()
             verification.update("")
             self._detail_key = None
             return
-        detail = render.task_detail(view, self.task_id, now) if self.task_id else None
+        detail = render.task_detail(view, self.session.task_id, now) if self.session.task_id else None
         if detail is None:
-            head.update(render.run_header(view, self.snapshot, now, getattr(self.app, "display_path", None)))
+            head.update(render.run_header(view, self.session.snapshot, now, self.display_path))
             if self._detail_key is not None:
                 tree.clear()
             verification.update("")
@@ -295,10 +326,10 @@ class ProjectPane(Vertical):
         header, nodes, verification_body = detail
         run_head = Text()
         if view.error:
-            run_head = render.run_header(view, self.snapshot, now, getattr(self.app, "display_path", None))
+            run_head = render.run_header(view, self.session.snapshot, now, self.display_path)
         head.update(run_head + header if view.error else header)
         verification.update(verification_body)
-        key = (view.run_id, self.task_id, id(view.inspection))
+        key = (view.run_id, self.session.task_id, id(view.inspection))
         if times_only and key == self._detail_key:
             return
         if key != self._detail_key:
@@ -307,14 +338,14 @@ class ProjectPane(Vertical):
                 _add_node(tree.root, node)
             self._detail_key = key
 
-    def _sync_status(self, now: int) -> None:
-        app = self.app
-        following = getattr(app, "following", True)
-        read_only = getattr(app, "read_only", True) or not any(entry.mutating for entry in actions.REGISTRY)
-        display = getattr(app, "display_path", lambda p: p)
-        label = display(self.snapshot.root or self.directory) if self.snapshot else display(self.directory)
+    def sync_status(self, now: int) -> None:
+        read_only = self.read_only or not any(entry.mutating for entry in actions.REGISTRY)
+        directory = self.session.snapshot.root if self.session.snapshot else None
+        label = self.display_path(directory or self.session.directory)
         self.query_one(f"#status-{self.index}", StatusBar).update(
-            render.status_text(self.snapshot, now, following, read_only, label, pending=self.pending is not None)
+            render.status_text(
+                self.session.snapshot, now, self.following, read_only, label, pending=self.session.pending is not None
+            )
         )
 
     # -- cursor helpers
@@ -348,17 +379,15 @@ class ProjectPane(Vertical):
         key = event.row_key.value
         now = now_ms()
         if event.data_table is self.runs:
-            if key != self.run_id:
-                self.run_id = key
-                self.task_id = None
+            if key != self.session.run_id:
+                self.session.run_id = key
+                self.session.task_id = None
                 # The scanner keeps the full inspection of the focus run only: ask for it.
-                request_focus = getattr(self.app, "request_focus", None)
-                if request_focus is not None:
-                    request_focus(self.index, key)
+                self.post_message(RunFocused(self.index, key))
                 self._sync_tasks(now)
                 self._sync_detail(now)
-        elif event.data_table is self.tasks and key != self.task_id:
-            self.task_id = key
+        elif event.data_table is self.tasks and key != self.session.task_id:
+            self.session.task_id = key
             self._sync_detail(now)
 
     @on(DataTable.HeaderSelected)
@@ -367,35 +396,35 @@ class ProjectPane(Vertical):
         self.sort_by(event.data_table, column)
 
     def sort_by(self, table: DataTable[Any], column: str | None, reverse: bool | None = None) -> None:
-        current = self.run_sort if table is self.runs else self.task_sort
+        current = self.session.run_sort if table is self.runs else self.session.task_sort
         if reverse is None:
             reverse = (not current[1]) if current[0] == column else False
         if table is self.runs:
-            self.run_sort = (column, reverse)
+            self.session.run_sort = (column, reverse)
             self._sync_runs(now_ms())
         else:
-            self.task_sort = (column, reverse)
+            self.session.task_sort = (column, reverse)
             self._sync_tasks(now_ms())
 
     def cycle_sort(self, table: DataTable[Any]) -> None:
         columns = [key for key, _ in (render.RUN_COLUMNS if table is self.runs else render.TASK_COLUMNS)]
-        current = (self.run_sort if table is self.runs else self.task_sort)[0]
+        current = (self.session.run_sort if table is self.runs else self.session.task_sort)[0]
         following = columns[(columns.index(current) + 1) % len(columns)] if current in columns else columns[0]
         self.sort_by(table, following, reverse=False)
 
     def reverse_sort(self, table: DataTable[Any]) -> None:
-        column, reverse = self.run_sort if table is self.runs else self.task_sort
+        column, reverse = self.session.run_sort if table is self.runs else self.session.task_sort
         self.sort_by(table, column or ("run" if table is self.runs else "task"), reverse=not reverse)
 
     @on(Input.Changed)
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value.strip()
+        self.session.filter_text = event.value.strip()
         self._sync_tasks(now_ms())
         self._sync_detail(now_ms())
 
     @on(Input.Submitted)
     def _filter_submitted(self, event: Input.Submitted) -> None:
-        self.filter_input.display = bool(self.filter_text)
+        self.filter_input.display = bool(self.session.filter_text)
         self.tasks.focus()
 
     def open_filter(self) -> None:
@@ -404,14 +433,14 @@ class ProjectPane(Vertical):
 
     def clear_filter(self) -> None:
         self.filter_input.value = ""
-        self.filter_text = ""
+        self.session.filter_text = ""
         self.filter_input.display = False
         self._sync_tasks(now_ms())
         self._sync_detail(now_ms())
         self.tasks.focus()
 
     def key_escape(self) -> None:
-        if self.filter_input.has_focus or self.filter_text:
+        if self.filter_input.has_focus or self.session.filter_text:
             self.clear_filter()
 
 
@@ -434,3 +463,9 @@ def _add_node(parent: Any, node: render.Node) -> None:
 def _changed(old: Text, new: Text) -> bool:
     # Rich's Text equality ignores the base style: a theme change alters only that.
     return old != new or old.style != new.style
+
+
+def _row_keys_by_cell(cells: dict[str, dict[str, Text]], column: str) -> dict[int, str]:
+    """Row key of each cell object the table holds in ``column``: DataTable.sort hands the key
+    function cells, and sorting must use the model's values by row key, never rendered text."""
+    return {id(row[column]): key for key, row in cells.items()}

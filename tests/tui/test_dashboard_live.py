@@ -73,7 +73,7 @@ async def test_editing_an_accepted_artifact_turns_the_task_stale(tmp_path: Path)
         await select(pilot, "example", "result")
         assert cell(pane.tasks, "result", "stale") == "—"
         # Wait until the scope is watched (the watcher restarts on the new scope set).
-        await eventually(pilot, lambda: any(p.endswith("/work") for p in pane.scope_paths))
+        await eventually(pilot, lambda: any(p.endswith("/work") for p in pane.session.scope_paths))
         await pilot.pause(0.3)
         Path(root, "work", "result.txt").write_text("done, then edited\n")
         await eventually(pilot, lambda: cell(pane.tasks, "result", "stale") == "STALE")

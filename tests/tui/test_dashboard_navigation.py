@@ -151,7 +151,7 @@ async def test_pause_freezes_the_view_until_resumed(tmp_path: Path) -> None:
         app.request_scan(everything=True)
         await pilot.pause(0.5)
         assert cell(pane.tasks, "t2", "execution") == "not started"
-        assert pane.pending is not None
+        assert pane.session.pending is not None
         await pilot.press("p")
         assert cell(pane.tasks, "t2", "execution") == "running"
 
