@@ -18,6 +18,7 @@ from nexus_core import actions as mutations
 from nexus_core.errors import NexusError, message_of
 from nexus_core.locks import RECOVERY_LOCK, lock_snapshot
 from nexus_core.paths import root_of
+from nexus_core.shapes import Run
 from nexus_core.store import load_run
 from nexus_core.timeutil import now_iso
 
@@ -113,7 +114,7 @@ def operation(action: str) -> Operation:
 
 
 def unavailable_reason(
-    action: str, run: dict[str, Any] | None, task_id: str | None, lock: Any = None, root: str | None = None
+    action: str, run: Run | None, task_id: str | None, lock: Any = None, root: str | None = None
 ) -> str | None:
     """Why the core would refuse this action for this selection now, or None when it may
     accept it. A cheap mirror of the core's preconditions (no hashing) for the palette and the
@@ -144,12 +145,12 @@ def validate(preview_: Preview, values: dict[str, Any]) -> dict[str, str]:
     return operation(preview_.action).validate(preview_, values)
 
 
-def build_input(preview_: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+def build_input(preview_: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
     """The core input for the action, from the operator's values and the CURRENT attempt."""
     return operation(preview_.action).build_input(preview_, values, run)
 
 
-def recheck(preview_: Preview) -> dict[str, Any] | None:
+def recheck(preview_: Preview) -> Run | None:
     """Re-read the core's current state and refuse if the target changed under the dialog."""
     return operation(preview_.action).recheck(preview_)
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import getpass
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from nexus_core.engine import is_active
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
+from nexus_core.shapes import Attempt, Backend, Run, Task, TaskDefinition
 from nexus_core.store import load_run
 
 TEXT_LIMIT = 8000
@@ -89,7 +90,7 @@ def short(value: object) -> str:
     return text[:8] if len(text) == 36 or len(text) == 64 else text
 
 
-def seen_of(run: dict[str, Any] | None, task_id: str | None, lock: dict[str, Any] | None) -> Seen:
+def seen_of(run: Run | None, task_id: str | None, lock: dict[str, Any] | None) -> Seen:
     if run is None or task_id is None:
         return Seen(lock_hash=lock["hash"] if lock else None)
     task = next((t for t in run["tasks"] if t["id"] == task_id), None)
@@ -135,7 +136,7 @@ def operator_identity() -> dict[str, str]:
     return {"kind": "host", "id": "operator", "sessionId": f"nexus-tui-{user}@{hostname()}"}
 
 
-def process_identity(backend: dict[str, Any]) -> dict[str, Any]:
+def process_identity(backend: Backend) -> dict[str, Any]:
     return {key: backend.get(key) for key in ("kind", "id", "sessionId", "hostname", "ownerPid")}
 
 
@@ -205,25 +206,25 @@ class Target:
     attempt, writer.lock, the project root. ``run`` is None for project-level actions."""
 
     root: str | None
-    run: dict[str, Any] | None
+    run: Run | None
     task_id: str | None
     lock: Any = None
 
-    def task(self) -> dict[str, Any]:
+    def task(self) -> Task:
         assert self.run is not None and self.task_id is not None
         for task in self.run["tasks"]:
             if task["id"] == self.task_id:
-                return task  # type: ignore[no-any-return]
+                return task
         raise OperationRefused(f"Task {self.task_id} is not in run {self.run['id']}.")
 
-    def definition(self) -> dict[str, Any]:
+    def definition(self) -> TaskDefinition:
         assert self.run is not None and self.task_id is not None
         for definition in self.run["plan"]["tasks"]:
             if definition["id"] == self.task_id:
-                return definition  # type: ignore[no-any-return]
+                return definition
         raise OperationRefused(f"Task {self.task_id} is not in run {self.run['id']}.")
 
-    def attempt(self) -> dict[str, Any] | None:
+    def attempt(self) -> Attempt | None:
         attempts = self.task()["attempts"]
         return attempts[-1] if attempts else None
 
@@ -269,12 +270,12 @@ class Operation:
     def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         """Add this action's own field errors."""
 
-    def recheck(self, preview: Preview) -> dict[str, Any] | None:
+    def recheck(self, preview: Preview) -> Run | None:
         """Re-read the core's state at confirm time; raise TargetChanged when the target changed
         under the dialog. Returns the freshly loaded run (None for project-level actions)."""
         return recheck_task(self, preview)
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         """The core input, from the operator's values and the CURRENT state."""
         return {}
 
@@ -293,6 +294,12 @@ class Operation:
             f"attempt {attempt['id'][:8]}: execution={attempt['execution']}; "
             f"verification={attempt['verification']['status']}; acceptance={task['integration']}"
         )
+
+
+def as_json(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A typed record handed to a core function that still takes ``dict[str, Any]`` (the same
+    object: TypedDicts are plain dicts at run time)."""
+    return cast(dict[str, Any], record)
 
 
 def need_text(values: dict[str, Any], errors: dict[str, str], key: str, label: str, limit: int = TEXT_LIMIT) -> None:
@@ -377,10 +384,10 @@ class TaskContext:
     """One task of a loaded run, for the availability rule and the statement of an action."""
 
     root: str | None
-    run: dict[str, Any]
-    task: dict[str, Any]
-    definition: dict[str, Any]
-    attempt: dict[str, Any] | None
+    run: Run
+    task: Task
+    definition: TaskDefinition
+    attempt: Attempt | None
     lock: Any
 
     @property
@@ -412,7 +419,7 @@ class TaskOperation(Operation):
         lock = lock_snapshot(root, WRITER_LOCK)
         if run_id is None or task_id is None:
             raise OperationRefused("Select a task first.")
-        run = load_run(root, run_id)
+        run = cast(Run, load_run(root, run_id))
         target = Target(root, run, task_id, lock)
         context = _context(target)
         result = Preview(
@@ -448,7 +455,7 @@ def _context(target: Target) -> TaskContext:
     )
 
 
-def current_attempt(run: dict[str, Any] | None, task_id: str | None) -> dict[str, Any]:
+def current_attempt(run: Run | None, task_id: str | None) -> Attempt:
     """The latest attempt as stored NOW (the input names it, not the one the dialog saw)."""
     assert run is not None and task_id is not None
     attempt = Target(None, run, task_id).attempt()
@@ -457,7 +464,7 @@ def current_attempt(run: dict[str, Any] | None, task_id: str | None) -> dict[str
     return attempt
 
 
-def bound_to_attempt(preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+def bound_to_attempt(preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
     """``attemptId`` and the backend that owns the current attempt (as the operator confirmed it)."""
     attempt = current_attempt(run, preview.task_id)
     backend_of_attempt = attempt["backend"]
@@ -492,7 +499,7 @@ class NewAttempt(TaskOperation):
         if attempt is not None or self.needs_previous:
             if attempt is None:
                 return "There is no attempt to retry."
-            if is_active(task) or not (
+            if is_active(as_json(task)) or not (
                 attempt["execution"] in ("failed", "cancelled") or attempt["verification"]["status"] == "failed"
             ):
                 return "Retry needs a reconciled failed or cancelled attempt, or a failed verification."
@@ -515,14 +522,14 @@ class OnAttempt(TaskOperation):
             return "The task is accepted; nothing can change it."
         return self.unavailable_on(context, context.attempt)
 
-    def unavailable_on(self, context: TaskContext, attempt: dict[str, Any]) -> str | None:
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
         return None
 
 
-def recheck_task(operation: Operation, preview: Preview) -> dict[str, Any]:
+def recheck_task(operation: Operation, preview: Preview) -> Run:
     """Re-read the run and refuse when what the dialog stated changed meanwhile. Returns the run."""
     lock = lock_snapshot(preview.root, WRITER_LOCK)
-    run = load_run(preview.root, preview.run_id or "")
+    run = cast(Run, load_run(preview.root, preview.run_id or ""))
     changed = differences(operation.compared, preview.seen, seen_of(run, preview.task_id, lock))
     if changed:
         raise TargetChanged(

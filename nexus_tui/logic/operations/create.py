@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from nexus_core.paths import root_of
+from nexus_core.shapes import Run
 from nexus_core.store import run_path
 
 from .base import Operation, Preview, Seen, Target, TargetChanged
@@ -47,7 +48,7 @@ class Create(Operation):
             unavailable=problem,
         )
 
-    def recheck(self, preview: Preview) -> dict[str, Any] | None:
+    def recheck(self, preview: Preview) -> Run | None:
         if os.path.lexists(os.path.join(preview.root, run_path(preview.run_id or ""))):
             raise TargetChanged(
                 f"Run id {preview.run_id} was taken while the dialog was open. Nothing was created; "
@@ -55,7 +56,7 @@ class Create(Operation):
             )
         return None
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return dict(preview.defaults["plan"])
 
     def target_words(self, preview: Preview) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from nexus_core.shapes import Attempt
 
 from .base import OnAttempt, Preview, TaskContext, short
 
@@ -17,7 +17,7 @@ class Verify(OnAttempt):
     long = True
     compared = ("attempt_id", "execution", "verification_id", "verification_status", "cancellation", "integration")
 
-    def unavailable_on(self, context: TaskContext, attempt: dict[str, Any]) -> str | None:
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
         if attempt["execution"] != "completed" or attempt["cancellation"].get("status") == "requested":
             return "Verification needs a completed, reconciled attempt."
         if attempt["verification"]["status"] != "pending":
@@ -48,7 +48,7 @@ class Accept(OnAttempt):
     destructive = True
     compared = ("attempt_id", "verification_id", "verification_status", "integration")
 
-    def unavailable_on(self, context: TaskContext, attempt: dict[str, Any]) -> str | None:
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
         if attempt["verification"]["status"] != "passed":
             return "Accept needs a passed verification."
         return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from nexus_core.shapes import Attempt, Run
+
 from .base import (
     BackendIdentity,
     Choice,
@@ -51,7 +53,7 @@ class _HostAttempt(NewAttempt):
             preview.changes.append(f"The previous attempt {context.short_attempt} stays on record as its parent.")
         preview.cautions = ["Nothing is launched: the worker runs outside Nexus and reports with record."]
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {"backend": host_backend(values)}
 
 
@@ -99,7 +101,7 @@ class Record(OnAttempt):
         BackendIdentity(),
     )
 
-    def unavailable_on(self, context: TaskContext, attempt: dict[str, Any]) -> str | None:
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
         if attempt["backend"].get("kind") != "host":
             return "Process attempts are collected, not recorded."
         if attempt["execution"] not in ("running", "blocked") or attempt["cancellation"].get("status") != "none":
@@ -137,7 +139,7 @@ class Record(OnAttempt):
                 if values.get("outcome") == "completed" and code != 0:
                     errors["exit_code"] = "A nonzero exit code cannot be a completed outcome."
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         options = {**bound_to_attempt(preview, values, run), "outcome": values["outcome"], "summary": values["summary"]}
         raw = str(values.get("exit_code") or "").strip()
         if raw:
@@ -201,7 +203,7 @@ class Reconcile(OnAttempt):
         if values.get("owner_stopped") is not True:
             errors["owner_stopped"] = "Tick 'owner stopped' after checking that the worker has stopped."
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {
             **bound_to_attempt(preview, values, run),
             "outcome": values["outcome"],
@@ -225,7 +227,7 @@ class Cancel(OnAttempt):
         BackendIdentity(),
     )
 
-    def unavailable_on(self, context: TaskContext, attempt: dict[str, Any]) -> str | None:
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
         if attempt["cancellation"].get("status") != "none":
             return "Cancellation is already recorded; reconcile it."
         return None
@@ -257,7 +259,7 @@ class Cancel(OnAttempt):
         if values.get("typed") != preview.confirm_text:
             errors["typed"] = f"Type the task id ({preview.confirm_text}) to confirm."
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         if current_attempt(run, preview.task_id)["backend"].get("kind") == "process":
             return {**bound_to_attempt(preview, values, run), "reason": values["reason"]}
         return {"reason": values["reason"]}

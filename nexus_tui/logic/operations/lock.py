@@ -6,6 +6,7 @@ from typing import Any
 
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of
+from nexus_core.shapes import Run
 
 from .base import (
     FINGERPRINT_CHARS,
@@ -79,7 +80,7 @@ class RecoverLock(Operation):
         if values.get("typed") != preview.confirm_text:
             errors["typed"] = f"Type the first {FINGERPRINT_CHARS} characters of the fingerprint to confirm."
 
-    def recheck(self, preview: Preview) -> dict[str, Any] | None:
+    def recheck(self, preview: Preview) -> Run | None:
         lock = lock_snapshot(preview.root, WRITER_LOCK)
         changed = differences(self.compared, preview.seen, Seen(lock_hash=lock["hash"] if lock else None))
         if changed:
@@ -89,7 +90,7 @@ class RecoverLock(Operation):
             )
         return None
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {"expectedHash": preview.seen.lock_hash, "ownerStopped": True, "note": values["note"]}
 
     def target_words(self, preview: Preview) -> str:

@@ -6,8 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from nexus_core.process import receipt_file_status
+from nexus_core.shapes import Attempt, Run
 
-from .base import BackendIdentity, NewAttempt, OnAttempt, Preview, TaskContext, bound_to_attempt, process_identity
+from .base import (
+    BackendIdentity,
+    NewAttempt,
+    OnAttempt,
+    Preview,
+    TaskContext,
+    as_json,
+    bound_to_attempt,
+    process_identity,
+)
 
 
 class Launch(NewAttempt):
@@ -42,7 +52,7 @@ class Launch(NewAttempt):
             "the child gets SIGTERM at the next poll."
         ]
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {"retry": bool(preview.defaults.get("retry"))}
 
     def result_words(self, preview: Preview, result: dict[str, Any]) -> str:
@@ -64,7 +74,7 @@ class Collect(OnAttempt):
     compared = ("attempt_id", "execution", "receipt_hash", "cancellation", "integration")
     fields = (BackendIdentity(),)
 
-    def unavailable_on(self, context: TaskContext, attempt: dict[str, Any]) -> str | None:
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
         process = attempt.get("process") or {}
         if attempt["backend"].get("kind") != "process":
             return "Only process attempts have a receipt to collect."
@@ -81,7 +91,7 @@ class Collect(OnAttempt):
         assert attempt is not None
         preview.backend = process_identity(attempt["backend"])
         receipt = (attempt.get("process") or {}).get("receipt") or {}
-        kept = receipt_file_status(preview.root, context.run["id"], attempt)
+        kept = receipt_file_status(preview.root, context.run["id"], as_json(attempt))
         preview.title = f"Collect {context.task['id']}"
         preview.changes = [
             (
@@ -95,11 +105,11 @@ class Collect(OnAttempt):
         ]
         preview.cautions = ["A completed receipt is refused if the scope changed since the process ended."]
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return bound_to_attempt(preview, values, run)
 
 
-def _kept_receipt(context: TaskContext, attempt: dict[str, Any]) -> str | None:
+def _kept_receipt(context: TaskContext, attempt: Attempt) -> str | None:
     """The receipt file kept beside the state, if any. A dashboard selection carries the
     scanner's inspection, whose observation already names it: no file is read for the footer
     (on the UI thread); a freshly loaded run (a dialog's worker) is checked on disk."""
@@ -109,4 +119,4 @@ def _kept_receipt(context: TaskContext, attempt: dict[str, Any]) -> str | None:
         process = observation.get("process")
         kept = process.get("recoverableReceipt") if isinstance(process, dict) else None
         return kept if isinstance(kept, str) else None
-    return receipt_file_status(context.root, context.run["id"], attempt) if context.root else None
+    return receipt_file_status(context.root, context.run["id"], as_json(attempt)) if context.root else None
