@@ -217,6 +217,8 @@ class ProjectPane(Vertical):
                 for key, cell in cells.items():
                     if _changed(old[key], cell):
                         _update_cell(table, view.run_id, key, cell)
+                    else:
+                        cells[key] = old[key]  # the table keeps the object it holds (the sort maps cells to rows)
             self._run_cells[view.run_id] = cells
         if added or self.session.run_sort[0]:
             order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
@@ -268,6 +270,8 @@ class ProjectPane(Vertical):
                 for key, cell in cells.items():
                     if _changed(old[key], cell):
                         _update_cell(table, row.task_id, key, cell)
+                    else:
+                        cells[key] = old[key]  # the table keeps the object it holds (the sort maps cells to rows)
             self._task_cells[row.task_id] = cells
             self._task_rows[row.task_id] = row
         if added or self.session.task_sort[0]:
