@@ -19,6 +19,7 @@ from ..logic.model import ProjectSnapshot, RunView, TaskRow
 from ..logic.selection import Selection, parse_filter, row_matches
 from ..logic.session import ProjectSession
 from . import render
+from .keyed_table import KeyedTable
 
 
 class StatusBar(Static):
@@ -44,8 +45,6 @@ class ProjectPane(Vertical):
         # Set by the app (they go down, never pulled up): live updates followed, actions disabled.
         self.following = True
         self.read_only = True
-        self._run_cells: dict[str, dict[str, Text]] = {}
-        self._task_cells: dict[str, dict[str, Text]] = {}
         self._task_rows: dict[str, TaskRow] = {}
         self._task_second = -1
         self._run_views: dict[str, RunView] = {}
@@ -75,9 +74,7 @@ class ProjectPane(Vertical):
         with Horizontal(classes="main"):
             with Vertical(classes="left"):
                 yield Static("Runs", classes="title", id=f"runs-title-{self.index}")
-                runs: DataTable[Any] = DataTable(
-                    id=f"runs-{self.index}", classes="runs", cursor_type="row", zebra_stripes=True
-                )
+                runs = KeyedTable(render.RUN_COLUMNS, id=f"runs-{self.index}", classes="runs")
                 runs.border_title = "Runs"
                 yield runs
                 yield Static("Tasks", classes="title", id=f"tasks-title-{self.index}")
@@ -88,7 +85,7 @@ class ProjectPane(Vertical):
                 )
                 filter_input.display = False
                 yield filter_input
-                yield DataTable(id=f"tasks-{self.index}", classes="tasks", cursor_type="row", zebra_stripes=True)
+                yield KeyedTable(render.TASK_COLUMNS, id=f"tasks-{self.index}", classes="tasks")
             with VerticalScroll(classes="detail", id=f"detail-{self.index}"):
                 yield Static(Text("Loading…", style="dim"), classes="detail-head", id=f"detail-head-{self.index}")
                 tree: Tree[None] = Tree(Text("attempts"), id=f"attempts-{self.index}", classes="attempts")
@@ -98,20 +95,14 @@ class ProjectPane(Vertical):
                 yield Static("", classes="detail-verification", id=f"detail-verification-{self.index}")
         yield StatusBar(Text("loading…", style="dim"), classes="status", id=f"status-{self.index}")
 
-    def on_mount(self) -> None:
-        for key, label in render.RUN_COLUMNS:
-            self.runs.add_column(label, key=key)
-        for key, label in render.TASK_COLUMNS:
-            self.tasks.add_column(label, key=key)
-
     # -- handy queries
     @property
-    def runs(self) -> DataTable[Any]:
-        return self.query_one(f"#runs-{self.index}", DataTable)
+    def runs(self) -> KeyedTable:
+        return self.query_one(f"#runs-{self.index}", KeyedTable)
 
     @property
-    def tasks(self) -> DataTable[Any]:
-        return self.query_one(f"#tasks-{self.index}", DataTable)
+    def tasks(self) -> KeyedTable:
+        return self.query_one(f"#tasks-{self.index}", KeyedTable)
 
     @property
     def attempts_tree(self) -> Tree[None]:
@@ -191,11 +182,9 @@ class ProjectPane(Vertical):
         scan-driven update touches only the runs that changed, whatever the clock says."""
         assert self.session.snapshot is not None
         table = self.runs
-        cursor = self._cursor_key(table)
+        cursor = table.cursor_key()
         wanted = {view.run_id: view for view in self.session.snapshot.runs}
-        for gone in [key for key in self._run_cells if key not in wanted]:
-            table.remove_row(gone)
-            del self._run_cells[gone]
+        for gone in table.drop_missing(wanted):
             self._run_views.pop(gone, None)
         added = False
         locks = (self.session.snapshot.writer_lock, self.session.snapshot.recovery_lock)
@@ -205,34 +194,18 @@ class ProjectPane(Vertical):
             same_moment = same_moment and now // 1000 == self._run_second
             self._run_second = now // 1000
         for view in self.session.snapshot.runs:
-            if same_moment and self._run_views.get(view.run_id) is view and view.run_id in self._run_cells:
+            if same_moment and self._run_views.get(view.run_id) is view and view.run_id in table.cells:
                 continue
             self._run_views[view.run_id] = view
-            cells = render.run_cells(view, self.session.snapshot, now)
-            old = self._run_cells.get(view.run_id)
-            if old is None:
-                table.add_row(*(cells[key] for key, _ in render.RUN_COLUMNS), key=view.run_id)
-                added = True
-            else:
-                for key, cell in cells.items():
-                    if _changed(old[key], cell):
-                        _update_cell(table, view.run_id, key, cell)
-                    else:
-                        cells[key] = old[key]  # the table keeps the object it holds (the sort maps cells to rows)
-            self._run_cells[view.run_id] = cells
+            added |= table.put(view.run_id, render.run_cells(view, self.session.snapshot, now))
         if added or self.session.run_sort[0]:
             order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
             column, reverse = self.session.run_sort
-            run_of = _row_keys_by_cell(self._run_cells, "run")
-            table.sort(
-                "run",
-                key=lambda cell: render.run_sort_value(wanted[run_of[id(cell)]], column or "", order[run_of[id(cell)]]),
-                reverse=reverse,
-            )
+            table.sort_rows(lambda key: render.run_sort_value(wanted[key], column or "", order[key]), reverse)
         if self.session.run_id not in wanted:
             self.session.run_id = self.session.snapshot.runs[0].run_id if self.session.snapshot.runs else None
             cursor = self.session.run_id
-        self._restore_cursor(table, cursor)
+        table.restore_cursor(cursor)
         title = f"Runs ({len(self.session.snapshot.runs)})"
         if self.session.run_sort[0]:
             title += f" sorted by {self.session.run_sort[0]}{' ↓' if self.session.run_sort[1] else ''}"
@@ -246,10 +219,8 @@ class ProjectPane(Vertical):
         terms = parse_filter(self.session.filter_text)
         visible = [row for row in rows if row_matches(row, terms)]
         wanted = {row.task_id: row for row in visible}
-        cursor = self._cursor_key(table)
-        for gone in [key for key in self._task_cells if key not in wanted]:
-            table.remove_row(gone)
-            del self._task_cells[gone]
+        cursor = table.cursor_key()
+        for gone in table.drop_missing(wanted):
             self._task_rows.pop(gone, None)
         added = False
         # Ages are shown to the second and only the tick moves them: outside the tick (a scan,
@@ -259,39 +230,21 @@ class ProjectPane(Vertical):
             same_second = now // 1000 == self._task_second
             self._task_second = now // 1000
         for row in visible:
-            if same_second and self._task_rows.get(row.task_id) == row and row.task_id in self._task_cells:
+            if same_second and self._task_rows.get(row.task_id) == row and row.task_id in table.cells:
                 continue
-            cells = render.task_cells(row, now)
-            old = self._task_cells.get(row.task_id)
-            if old is None:
-                table.add_row(*(cells[key] for key, _ in render.TASK_COLUMNS), key=row.task_id)
-                added = True
-            else:
-                for key, cell in cells.items():
-                    if _changed(old[key], cell):
-                        _update_cell(table, row.task_id, key, cell)
-                    else:
-                        cells[key] = old[key]  # the table keeps the object it holds (the sort maps cells to rows)
-            self._task_cells[row.task_id] = cells
+            added |= table.put(row.task_id, render.task_cells(row, now))
             self._task_rows[row.task_id] = row
         if added or self.session.task_sort[0]:
             plan_index = {row.task_id: i for i, row in enumerate(rows)}
             column, reverse = self.session.task_sort
-
-            task_of = _row_keys_by_cell(self._task_cells, "task")
-
-            def sort_key(cell: Text) -> Any:
-                task_id = task_of[id(cell)]
-                return render.task_sort_value(wanted[task_id], column or "", plan_index[task_id])
-
-            table.sort("task", key=sort_key, reverse=reverse)
+            table.sort_rows(lambda key: render.task_sort_value(wanted[key], column or "", plan_index[key]), reverse)
         if self.session.task_id not in wanted:
             if cursor in wanted:
                 self.session.task_id = cursor
             else:
-                self.session.task_id = self._row_key_at(table, min(table.cursor_row, table.row_count - 1))
+                self.session.task_id = table.row_key_at(min(table.cursor_row, table.row_count - 1))
             cursor = self.session.task_id
-        self._restore_cursor(table, cursor)
+        table.restore_cursor(cursor)
         title = Text("Tasks", style="bold")
         if view:
             title.append(" of ")
@@ -351,31 +304,6 @@ class ProjectPane(Vertical):
                 self.session.snapshot, now, self.following, read_only, label, pending=self.session.pending is not None
             )
         )
-
-    # -- cursor helpers
-    @staticmethod
-    def _cursor_key(table: DataTable[Any]) -> str | None:
-        if table.row_count == 0:
-            return None
-        return ProjectPane._row_key_at(table, table.cursor_row)
-
-    @staticmethod
-    def _row_key_at(table: DataTable[Any], index: int) -> str | None:
-        if index < 0 or index >= table.row_count:
-            return None
-        row_key, _ = table.coordinate_to_cell_key((index, 0))  # type: ignore[arg-type]
-        return row_key.value
-
-    @staticmethod
-    def _restore_cursor(table: DataTable[Any], key: str | None) -> None:
-        if key is None or table.row_count == 0:
-            return
-        try:
-            index = table.get_row_index(key)
-        except Exception:
-            return
-        if table.cursor_row != index:
-            table.move_cursor(row=index, animate=False, scroll=True)
 
     # -- events
     @on(DataTable.RowHighlighted)
@@ -448,13 +376,6 @@ class ProjectPane(Vertical):
             self.clear_filter()
 
 
-def _update_cell(table: DataTable[Any], row: str, column: str, cell: Text) -> None:
-    """Update one cell; re-measure the column only when the new value is wider (measuring
-    re-reads every row of the column: far too slow on each change of a 200-row table)."""
-    width = table.columns[column].content_width  # type: ignore[index]
-    table.update_cell(row, column, cell, update_width=cell.cell_len > width)
-
-
 def _add_node(parent: Any, node: render.Node) -> None:
     if node.children:
         child = parent.add(node.label, expand=node.expand)
@@ -462,14 +383,3 @@ def _add_node(parent: Any, node: render.Node) -> None:
             _add_node(child, grandchild)
     else:
         parent.add_leaf(node.label)
-
-
-def _changed(old: Text, new: Text) -> bool:
-    # Rich's Text equality ignores the base style: a theme change alters only that.
-    return old != new or old.style != new.style
-
-
-def _row_keys_by_cell(cells: dict[str, dict[str, Text]], column: str) -> dict[int, str]:
-    """Row key of each cell object the table holds in ``column``: DataTable.sort hands the key
-    function cells, and sorting must use the model's values by row key, never rendered text."""
-    return {id(row[column]): key for key, row in cells.items()}
