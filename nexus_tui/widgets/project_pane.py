@@ -8,7 +8,7 @@ from typing import Any
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static, Tree
 
@@ -20,6 +20,7 @@ from ..logic.selection import Selection, parse_filter, row_matches
 from ..logic.session import ProjectSession
 from . import render
 from .keyed_table import KeyedTable
+from .task_detail import TaskDetail
 
 
 class StatusBar(Static):
@@ -50,7 +51,6 @@ class ProjectPane(Vertical):
         self._run_views: dict[str, RunView] = {}
         self._run_locks: tuple[Any, ...] | None = None
         self._run_second = -1
-        self._detail_key: tuple[Any, ...] | None = None
         self._selection: tuple[tuple[Any, ...], Selection] | None = None
 
     # -- the session's facts, read by the tests and the app
@@ -86,13 +86,7 @@ class ProjectPane(Vertical):
                 filter_input.display = False
                 yield filter_input
                 yield KeyedTable(render.TASK_COLUMNS, id=f"tasks-{self.index}", classes="tasks")
-            with VerticalScroll(classes="detail", id=f"detail-{self.index}"):
-                yield Static(Text("Loading…", style="dim"), classes="detail-head", id=f"detail-head-{self.index}")
-                tree: Tree[None] = Tree(Text("attempts"), id=f"attempts-{self.index}", classes="attempts")
-                tree.show_root = False
-                tree.guide_depth = 2
-                yield tree
-                yield Static("", classes="detail-verification", id=f"detail-verification-{self.index}")
+            yield TaskDetail(self.index)
         yield StatusBar(Text("loading…", style="dim"), classes="status", id=f"status-{self.index}")
 
     # -- handy queries
@@ -106,7 +100,7 @@ class ProjectPane(Vertical):
 
     @property
     def attempts_tree(self) -> Tree[None]:
-        return self.query_one(f"#attempts-{self.index}", Tree)
+        return self.query_one(TaskDetail).attempts_tree
 
     @property
     def filter_input(self) -> Input:
@@ -163,7 +157,7 @@ class ProjectPane(Vertical):
         """The theme changed: recompute every cell, text and tree node with its colours."""
         self._run_views.clear()
         self._task_rows.clear()
-        self._detail_key = None
+        self.query_one(TaskDetail).forget()
         if self.session.snapshot is not None:
             self.apply(self.session.snapshot, now)
 
@@ -260,40 +254,7 @@ class ProjectPane(Vertical):
         self.query_one(f"#tasks-title-{self.index}", Static).update(title)
 
     def _sync_detail(self, now: int, times_only: bool = False) -> None:
-        view = self.current_view()
-        head = self.query_one(f"#detail-head-{self.index}", Static)
-        verification = self.query_one(f"#detail-verification-{self.index}", Static)
-        tree = self.attempts_tree
-        if self.session.snapshot is None:
-            return
-        if view is None:
-            head.update(Text("No run in this project yet." if not self.session.snapshot.error else "", style="dim"))
-            tree.clear()
-            verification.update("")
-            self._detail_key = None
-            return
-        detail = render.task_detail(view, self.session.task_id, now) if self.session.task_id else None
-        if detail is None:
-            head.update(render.run_header(view, self.session.snapshot, now, self.display_path))
-            if self._detail_key is not None:
-                tree.clear()
-            verification.update("")
-            self._detail_key = None
-            return
-        header, nodes, verification_body = detail
-        run_head = Text()
-        if view.error:
-            run_head = render.run_header(view, self.session.snapshot, now, self.display_path)
-        head.update(run_head + header if view.error else header)
-        verification.update(verification_body)
-        key = (view.run_id, self.session.task_id, id(view.inspection))
-        if times_only and key == self._detail_key:
-            return
-        if key != self._detail_key:
-            tree.clear()
-            for node in nodes:
-                _add_node(tree.root, node)
-            self._detail_key = key
+        self.query_one(TaskDetail).sync(self.session, now, self.display_path, times_only=times_only)
 
     def sync_status(self, now: int) -> None:
         read_only = self.read_only or not any(entry.mutating for entry in actions.REGISTRY)
@@ -374,12 +335,3 @@ class ProjectPane(Vertical):
     def key_escape(self) -> None:
         if self.filter_input.has_focus or self.session.filter_text:
             self.clear_filter()
-
-
-def _add_node(parent: Any, node: render.Node) -> None:
-    if node.children:
-        child = parent.add(node.label, expand=node.expand)
-        for grandchild in node.children:
-            _add_node(child, grandchild)
-    else:
-        parent.add_leaf(node.label)
