@@ -10,7 +10,8 @@ from . import canonical
 from .errors import NexusError
 from .terminal import terminal_safe
 
-MUTATIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
+# The per-task actions (RUN TASK); nexus_core.actions.MUTATIONS holds what each one calls.
+PER_TASK_ACTIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
 # The action grammar's vocabulary, with the one-line help that completion shows (zsh, fish).
 ACTIONS = {
     "create": "Create a run from a JSON task plan (--plan).",
@@ -145,42 +146,29 @@ def dispatch(
 
         return observe.inspect_run(directory, run)
     # Imported after inspect: the inventory answers without loading the engine.
-    from . import engine, locks
-    from .paths import root_of
+    from . import actions
 
-    if action == "create" and run is None and task is None:
-        if input_file is not None:
-            raise NexusError("create uses --plan.")
-        plan_value = read_input_file(plan, "--plan")
-        return engine.create_run(directory, plan_value)
-    if action == "recover-lock" and run is None and task is None:
+    mutation = actions.MUTATIONS.get(action)
+    if mutation is not None and not mutation.per_task and run is None and task is None:
+        if mutation.takes == "plan":
+            if input_file is not None:
+                raise NexusError(f"{action} uses --plan.")
+            return actions.call(action, directory, None, None, read_input_file(plan, "--plan"))
         if plan is not None:
-            raise NexusError("recover-lock uses --input.")
-        recovery_options = read_input_file(input_file, "--input")
-        return locks.recover_lock(root_of(directory), recovery_options)
-    if action not in MUTATIONS or not run or not task or plan is not None:
+            raise NexusError(f"{action} uses --input.")
+        return actions.call(action, directory, None, None, read_input_file(input_file, "--input"))
+    if mutation is None or not mutation.per_task or not run or not task or plan is not None:
         raise NexusError(USAGE + USAGE_MORE)
-    if action in ("verify", "accept"):
+    options: dict[str, Any] | None
+    if mutation.takes == "nothing":
         if input_file is not None:
             raise NexusError(f"{action} executes its recorded contract and takes no input file.")
-        if action == "verify":
-            return engine.verify_task(directory, run, task)
-        return engine.accept_task(directory, run, task)
-    options: dict[str, Any]
-    if action == "launch" and input_file is None:
+        options = None
+    elif mutation.takes == "optional-input" and input_file is None:
         options = {}
     else:
         options = read_input_file(input_file, "--input")
-    handler = {
-        "start": engine.start_task,
-        "launch": engine.launch_task,
-        "collect": engine.collect_task,
-        "record": engine.record_attempt,
-        "reconcile": engine.reconcile_attempt,
-        "retry": engine.retry_task,
-        "cancel": engine.cancel_task,
-    }[action]
-    return handler(directory, run, task, options)
+    return actions.call(action, directory, run, task, options)
 
 
 def _usage_error(message: str) -> NoReturn:
@@ -282,7 +270,7 @@ def _positional_count(words: list[str]) -> int:
     return count
 
 
-_PLAIN_ACTIONS = ("inspect", "create", "recover-lock", *MUTATIONS)
+_PLAIN_ACTIONS = ("inspect", "create", "recover-lock", *PER_TASK_ACTIONS)
 _PLAIN_OPTIONS = {"-d": "directory", "--directory": "directory", "--plan": "plan", "--input": "input"}
 
 

@@ -178,7 +178,7 @@ def _options(command: click.Command, action: str | None = None) -> list[click.Pa
 
 def _arguments_of(action: str, command: click.Command) -> list[click.Parameter]:
     """The positionals the action grammar takes (SPEC 8.3): mutations RUN TASK, inspect RUN."""
-    wanted = ("run", "task") if action in cli.MUTATIONS else ("run",) if action == "inspect" else ()
+    wanted = ("run", "task") if action in cli.PER_TASK_ACTIONS else ("run",) if action == "inspect" else ()
     return [param for param in command.params if isinstance(param, click.Argument) and param.name in wanted]
 
 

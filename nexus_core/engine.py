@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__, canonical
 from .checks import check_environment, run_check
-from .errors import NexusError, fail
-from .hostinfo import hostname, pid, pid_alive
+from .errors import NexusError, fail, message_of
+from .hostinfo import hostname, owner_liveness, pid
 from .locks import (
     RECOVERY_ACTIVE,
     WRITER_BUSY,
     WRITER_LOCK,
     lock_snapshot,
-    owner_state,
     release_writer,
     try_acquire_writer,
     writer_lock,
@@ -178,7 +177,9 @@ def _owner_is_dead(root: str) -> bool:
         snapshot = lock_snapshot(root, WRITER_LOCK)
     except (NexusError, OSError):
         return False
-    return snapshot is not None and owner_state(snapshot.get("owner")) == "exited"
+    owner = snapshot.get("owner") if snapshot else None
+    # "unknown" (another host, no usable pid) is not dead: the lock may still be released.
+    return isinstance(owner, dict) and owner_liveness(owner.get("hostname"), owner.get("pid")) == "dead"
 
 
 def _acquire_patiently(root: str, seconds: float) -> str:
@@ -494,9 +495,7 @@ def record_attempt(directory: str, run_id: str, task_id: str, options: Any) -> R
 
 
 def _probe_same_host(host: object, process_id: object) -> bool:
-    if host != hostname() or not isinstance(process_id, int | float) or not is_integer(process_id):
-        return False
-    return process_id > 0 and pid_alive(int(process_id))
+    return owner_liveness(host, process_id) == "alive"
 
 
 def reconcile_attempt(directory: str, run_id: str, task_id: str, options: Any) -> Run:
@@ -649,14 +648,6 @@ def _preflight(check_id: str, attempt_id: str, message: str, started: str) -> di
     }
 
 
-def _error_text(error: BaseException) -> str:
-    if isinstance(error, NexusError):
-        return error.message
-    if isinstance(error, OSError) and error.filename:
-        return f"{error.strerror}: {error.filename}"
-    return str(error)
-
-
 class _OperatorInterrupt:
     """Ctrl+C during `verify` stops the running check and ends the verification as ambiguous
     (never failed, never left `running` with a dead owner). A second Ctrl+C forces the exit."""
@@ -744,7 +735,7 @@ def _run_checks(
             receipt["artifactHashes"] = canonical.copy(verification["artifactHashes"])
             receipt["scopeSnapshotHash"] = canonical.sha256_json(verification["scopeHashes"])
         except Exception as error:
-            receipt = _preflight(check["id"], attempt_id, _error_text(error), started)
+            receipt = _preflight(check["id"], attempt_id, message_of(error), started)
 
         def save_receipt(_root: str, run: Run, receipt: dict[str, Any] = receipt) -> None:
             if not _owns_verification(run, task_id, attempt_id, verification_id):
@@ -866,7 +857,7 @@ def verify_task(
             ):
                 problem = "Checked files changed during verification."
         except Exception as error:
-            problem = _error_text(error)
+            problem = message_of(error)
         receipts = verification["checks"]
         uncertain = (
             stopped or attempt["cancellation"]["status"] == "requested" or any(r.get("timedOut") for r in receipts)
@@ -884,22 +875,3 @@ def verify_task(
             task["integration"] = "rejected"
 
     return mutate(directory, run_id, finalize, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS)
-
-
-def launch_task(
-    directory: str,
-    run_id: str,
-    task_id: str,
-    options: Any,
-    progress: Progress | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> Run:
-    from .process import launch_task as launch
-
-    return launch(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
-
-
-def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
-    from .process import collect_task as collect
-
-    return collect(directory, run_id, task_id, options)

@@ -27,11 +27,12 @@ def fail(text: str) -> NexusError:
 
 
 def message_of(error: BaseException) -> str:
-    """The words an operator reads for ``error``: a NexusError's exact interface text (any error
-    with a ``message``), an OSError's reason and file, else ``str(error)`` (or its type's name)."""
+    """The one text of an error, for people and for stored receipts alike: a NexusError's exact
+    interface text (or any error's ``message`` string, e.g. the dashboard's refusals), an
+    OSError's reason and file, else ``str(error)``."""
     message = getattr(error, "message", None)
     if isinstance(message, str):
         return message
-    if isinstance(error, OSError) and error.strerror:
-        return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
-    return str(error) or type(error).__name__
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.strerror}: {error.filename}"
+    return str(error)

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import canonical
 from .errors import NexusError, fail
-from .hostinfo import hostname, pid, pid_alive
+from .hostinfo import hostname, owner_liveness, pid
 from .paths import safe_target
 from .store import BASE, LOCK_RECOVERY_DIR, atomic_write, make_dirs, remove_dead_temp_files, unsafe_reason
 from .timeutil import now_iso
@@ -162,13 +162,12 @@ def lock_snapshot(root: str, rel: str) -> dict[str, Any] | None:
 
 def owner_state(owner: object) -> str:
     """ "alive", "exited" or "unknown" (another host, or an owner that does not parse) for the
-    owner record of a lock or a verification ({"pid", "hostname", ...})."""
-    if not isinstance(owner, dict) or owner.get("hostname") != hostname():
+    owner record of a lock or a verification ({"pid", "hostname", ...}); decided by
+    ``hostinfo.owner_liveness``, worded for inspect's hints."""
+    if not isinstance(owner, dict):
         return "unknown"
-    owner_pid = owner.get("pid")
-    if isinstance(owner_pid, bool) or not isinstance(owner_pid, int) or owner_pid <= 0:
-        return "unknown"
-    return "alive" if pid_alive(owner_pid) else "exited"
+    liveness = owner_liveness(owner.get("hostname"), owner.get("pid"))
+    return "exited" if liveness == "dead" else liveness
 
 
 def describe_owner(owner: object) -> str:
@@ -220,14 +219,8 @@ def recover_lock(root: str, options: dict[str, Any]) -> dict[str, Any]:
         if "unsafe" in observed:
             raise fail(f"writer.lock is unsafe ({observed['unsafe']}); inspect it by hand, nothing was removed.")
         owner = observed["owner"]
-        if (
-            isinstance(owner, dict)
-            and owner.get("hostname") == hostname()
-            and isinstance(owner.get("pid"), int)
-            and not isinstance(owner.get("pid"), bool)
-            and owner["pid"] > 0
-            and pid_alive(owner["pid"])
-        ):
+        # "unknown" (another host, no usable pid) does not block: ownerStopped is the operator's word.
+        if isinstance(owner, dict) and owner_liveness(owner.get("hostname"), owner.get("pid")) == "alive":
             raise fail("Lock owner process is still alive; no lock was removed.")
         receipt = {
             "schemaVersion": 1,

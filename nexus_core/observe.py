@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from . import __version__, canonical
-from .errors import NexusError
+from .errors import NexusError, message_of
 from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .paths import root_of
 from .schedule import DB_REL as SCHEDULES_DB
@@ -35,14 +35,6 @@ HINT_RECEIPT_FILE = (
 HINT_STALE_PREFIX = "Recorded state is historical; current inputs/evidence are stale: "
 PROCESS_HINT = "A stored PID or fresh heartbeat is an observation, not authority to terminate or relaunch."
 HEARTBEAT_STALE_MS = 5000
-
-
-def _message(error: BaseException) -> str:
-    if isinstance(error, NexusError):
-        return error.message
-    if isinstance(error, OSError) and error.filename:
-        return f"{error.strerror}: {error.filename}"
-    return str(error)
 
 
 def process_observation(attempt: dict[str, Any], now: int, receipt_file: str | None = None) -> dict[str, Any]:
@@ -87,7 +79,7 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
         protected_snapshot(root, definition)
     except Exception as error:
         resources_current = False
-        stale_reason = _message(error)
+        stale_reason = message_of(error)
     evidence_eligible = False
     verification = attempt["verification"] if attempt else {}
     if attempt and verification.get("status") == "passed":
@@ -95,7 +87,7 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
             evidence_current(root, run, task, verified, set())
             evidence_eligible = True
         except Exception as error:
-            stale_reason = _message(error)
+            stale_reason = message_of(error)
     hint = HINT_ACCEPTED if task["integration"] == "accepted" else HINT_START
     if attempt:
         if active:

@@ -38,7 +38,7 @@ from .engine import (
     mutate,
     task_of,
 )
-from .errors import NexusError, fail
+from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, pid
 from .paths import directory_at, root_of, safe_target
 from .plan import input_bytes
@@ -276,7 +276,7 @@ class _Supervision:
             self._supervise(deadline_ms, hooks)
         except Exception as failure:
             if self.error is None:
-                self.error = _error_text(failure)
+                self.error = message_of(failure)
             if self.child is None:
                 self.child_exited = self.closed = True
             else:
@@ -380,7 +380,7 @@ class _Supervision:
                         requested = hooks.poll()
                     except Exception as poll_failure:
                         if self.error is None:
-                            self.error = _error_text(poll_failure)
+                            self.error = message_of(poll_failure)
                         self.stop("owner-state-unavailable")
                     else:
                         if requested is not None:
@@ -449,14 +449,6 @@ class _Supervision:
                 "stderr": _output_entry(stderr, self.observed["stderr"], complete("stderr", stderr)),
             },
         }
-
-
-def _error_text(error: BaseException) -> str:
-    if isinstance(error, NexusError):
-        return error.message
-    if isinstance(error, OSError) and error.filename:
-        return f"{error.strerror}: {error.filename}"
-    return str(error)
 
 
 # ----------------------------------------------------------------- ownership and state writes
@@ -539,7 +531,7 @@ class _StateWriter(threading.Thread):
                     self._emit({"event": "heartbeat-skipped", "count": self.skipped_heartbeats})
             except Exception as failure:
                 reason = "launch-observation-failed" if self.spawn_pending else "owner-state-unavailable"
-                self.failure = (reason, _error_text(failure))
+                self.failure = (reason, message_of(failure))
                 return
             self.done.wait(POLL_SECONDS)
 
@@ -826,13 +818,13 @@ def launch_task(
                 if isinstance(failure, Exception):
                     raise refusal from None
                 raise
-            problem = _error_text(failure) if isinstance(failure, Exception) else type(failure).__name__
+            problem = message_of(failure) if isinstance(failure, Exception) else type(failure).__name__
             try:
                 kept = write_receipt_file(root, run_id, task_id, receipt, child_pid, problem)
             except Exception as write_failure:
                 raise fail(
                     f"The process receipt could not be stored ({problem}) nor kept beside the state "
-                    f"({_error_text(write_failure)}); receipt sha256 {canonical.sha256_json(receipt)}."
+                    f"({message_of(write_failure)}); receipt sha256 {canonical.sha256_json(receipt)}."
                 ) from None
             if not isinstance(failure, Exception):
                 raise
@@ -896,9 +888,9 @@ def _supervise_and_build(
             receipt["resultHashes"] = scope_snapshot(root, definition["scope"])
         except Exception as failure:
             receipt["outcome"] = "ambiguous"
-            receipt["snapshotError"] = _error_text(failure)
+            receipt["snapshotError"] = message_of(failure)
     except Exception as failure:
-        receipt = _interrupted_receipt(attempt_id, backend, prepared["planHash"], _error_text(failure))
+        receipt = _interrupted_receipt(attempt_id, backend, prepared["planHash"], message_of(failure))
     return receipt
 
 

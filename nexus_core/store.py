@@ -310,7 +310,7 @@ LOCK_TEMP = re.compile(r"\.(?:writer|recovery)\.lock\.([0-9]{1,10})\.[0-9a-f-]{3
 def _dead_lock_temps(root: str) -> list[str]:
     """Lock temporaries whose publishing process has exited. A live one is never listed: its
     owner may still be about to link it into place."""
-    from .hostinfo import pid_alive
+    from .hostinfo import pid_liveness
 
     try:
         names = os.listdir(os.path.join(root, BASE))
@@ -319,7 +319,7 @@ def _dead_lock_temps(root: str) -> list[str]:
     dead = []
     for name in names:
         match = LOCK_TEMP.match(name)
-        if match and not pid_alive(int(match.group(1))):
+        if match and pid_liveness(int(match.group(1))) == "dead":
             dead.append(f"{BASE}/{name}")
     return dead
 

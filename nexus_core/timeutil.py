@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -56,3 +57,30 @@ def _canonical_iso(text: str) -> datetime:
         return datetime(year, month, day, hour, minute, second, int(text[20:23]) * 1000, tzinfo=UTC)
     except ValueError:  # e.g. a leap second: strptime's own verdict
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def duration_text(ms: int) -> str:
+    """A compact duration for people: 42s, 3m07s, 5h02m, 3d04h."""
+    seconds = ms // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes}m{seconds % 60:02d}s"
+    hours = minutes // 60
+    if hours < 48:
+        return f"{hours}h{minutes % 60:02d}m"
+    return f"{hours // 24}d{hours % 24:02d}h"
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_cached(text: str) -> int | None:
+    return parse_iso_ms(text)  # a dashboard retimes every age cell each second
+
+
+def age_text(iso: object, now: int) -> str:
+    """How long before ``now`` (ms) the ISO time ``iso`` was, e.g. "3m07s ago"; "—" if none."""
+    moment = _parse_cached(iso) if isinstance(iso, str) else None
+    if moment is None:
+        return "—"
+    return duration_text(max(0, now - moment)) + " ago"

@@ -14,14 +14,15 @@ from typing import Any
 
 from textual.app import App
 
+from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 
-from . import operations, recovery
-from .dialogs import Display, dialog_for
-from .operations import ActionLog, Preview
-from .progress import ProgressScreen
-from .recovery import Situation
-from .recovery_screens import RecoveryListScreen, RecoveryScreen
+from .logic import operations, recovery
+from .logic.operations import ActionLog, Preview
+from .logic.recovery import Situation
+from .screens.dialogs import Display, dialog_for
+from .screens.progress import ProgressScreen
+from .screens.recovery import RecoveryListScreen, RecoveryScreen
 
 READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
 
@@ -50,11 +51,23 @@ class ActionFlow:
             # The registry's gate already hides every mutating action; this is the backstop.
             self.app.notify(READ_ONLY_REFUSAL, severity="error", markup=False)
             return
+        # Reading and validating the run file is file I/O: a worker thread does it, never the UI.
+        self.app.run_worker(
+            lambda: self._prepare(action, directory, run_id, task_id),
+            thread=True,
+            group="nexus-preview",
+            name=f"preview-{action}",
+        )
+
+    def _prepare(self, action: str, directory: str, run_id: str | None, task_id: str | None) -> None:
         try:
             preview = operations.preview(directory, action, run_id, task_id)
         except Exception as error:
-            self._failed(action, operations.error_text(error))
+            self.app.call_from_thread(self._failed, action, message_of(error))
             return
+        self.app.call_from_thread(self._show_dialog, preview)
+
+    def _show_dialog(self, preview: Preview) -> None:
         self.app.push_screen(dialog_for(preview, self.display), callback=lambda values: self.confirmed(preview, values))
 
     def confirmed(self, preview: Preview, values: dict[str, Any] | None) -> None:
@@ -76,7 +89,7 @@ class ActionFlow:
         try:
             result = operations.execute(preview, values, self.log)
         except Exception as error:
-            self.app.call_from_thread(self._failed, preview.action, operations.error_text(error))
+            self.app.call_from_thread(self._failed, preview.action, message_of(error))
         else:
             words = self.log.entries[-1].result if self.log.entries else "done"
             self.app.call_from_thread(self._succeeded, preview.action, result, words)
@@ -106,7 +119,7 @@ class ActionFlow:
         preview = operations.preview_fresh_run(
             directory, advice.old_run_id, advice.new_run_id, advice.plan, advice.create_problem
         )
-        self.app.push_screen(dialog_for(preview, self.display), callback=lambda values: self.confirmed(preview, values))
+        self._show_dialog(preview)
 
     # -- guided recovery
     def open_recovery(self, directory: str, run_id: str | None = None, task_id: str | None = None) -> None:
@@ -124,7 +137,7 @@ class ActionFlow:
             else:
                 situations = recovery.situations_for(directory, run_id, task_id)
         except Exception as error:
-            self.app.call_from_thread(self._failed, "recovery", operations.error_text(error))
+            self.app.call_from_thread(self._failed, "recovery", message_of(error))
             return
         self.app.call_from_thread(self._show_situations, directory, situations, task_id)
 

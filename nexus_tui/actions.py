@@ -1,22 +1,24 @@
 """The one action registry: bindings, footer, help screen, command palette and the
 read-only gate all come from :data:`REGISTRY`.
 
-To add an action (issue 6 adds the mutating ones): append an :class:`ActionSpec` with
-``mutating=True`` (and ``destructive=True`` when it discards or overrides something), and
-implement ``action_<id>`` on the app. ``--read-only`` then disables it in :func:`gate`, the
-only place that decides; ``available`` says whether the current selection allows it.
+Mutating actions are not written here: each :class:`~nexus_tui.logic.operations.Operation`
+(``nexus_tui/logic/operations/``) becomes one entry, bound to the app's ``act('<name>')``. A view
+action (no state change) is an :class:`ActionSpec` below plus ``action_<id>`` on the app.
+``--read-only`` disables every mutating entry in :func:`gate`, the only place that decides;
+``available`` says whether the current selection allows it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from textual.binding import Binding
 
-# What an availability predicate sees: the app's current selection (see app.Selection).
-Available = Callable[[Any], bool]
+from .logic.operations import OPERATIONS, Operation, Target
+from .logic.selection import Selection
+
+Available = Callable[[Selection], bool]
 
 
 @dataclass(frozen=True)
@@ -32,26 +34,31 @@ class ActionSpec:
     group: str = "View"
     available: Available | None = None
     priority: bool = False
+    action: str = ""  # the Textual action string; "" = the id (a mutation: "act('<name>')")
+
+    def __post_init__(self) -> None:
+        if not self.action:
+            object.__setattr__(self, "action", self.id)
 
     @property
     def first_key(self) -> str:
         return self.keys.split(",")[0] if self.keys else ""
 
 
-def _has_run(selection: Any) -> bool:
-    return getattr(selection, "run_id", None) is not None
+def _has_run(selection: Selection) -> bool:
+    return selection.run_id is not None
 
 
-def _has_attempt(selection: Any) -> bool:
-    return getattr(selection, "attempt_id", None) is not None
+def _has_attempt(selection: Selection) -> bool:
+    return selection.attempt_id is not None
 
 
-def _has_task(selection: Any) -> bool:
-    return getattr(selection, "task_id", None) is not None
+def _has_task(selection: Selection) -> bool:
+    return selection.task_id is not None
 
 
-def _has_lock(selection: Any) -> bool:
-    return getattr(selection, "lock_fingerprint", None) is not None
+def _has_lock(selection: Selection) -> bool:
+    return selection.lock_fingerprint is not None
 
 
 REGISTRY: list[ActionSpec] = [
@@ -114,134 +121,49 @@ REGISTRY: list[ActionSpec] = [
         available=_has_run,
     ),
     ActionSpec("copy_project_path", "", "Copy project path", "Copy the project directory.", footer=False, group="Copy"),
+    ActionSpec(
+        "schedules",
+        "w",
+        "Schedules",
+        "The project's schedules (nexus schedule): pause, resume, run now, delete.",
+        footer=False,
+    ),
     ActionSpec("change_theme", "t", "Theme", "Pick a colour theme.", footer=False),
     ActionSpec("quit", "q", "Quit", "Leave the dashboard (nothing is written).", priority=False),
 ]
 
 
-def _valid_now(operation: str) -> Available:
+def _valid_now(operation: Operation) -> Available:
     """Whether the core may accept ``operation`` for the selection (a cheap mirror of its
     preconditions, no hashing); the dialog re-reads the state and the core decides."""
-    from .operations import unavailable_reason
 
-    def check(selection: Any) -> bool:
-        return (
-            unavailable_reason(
-                operation,
-                getattr(selection, "inspection", None),
-                getattr(selection, "task_id", None),
-                getattr(selection, "lock_fingerprint", None),
-                getattr(selection, "project", None),
-            )
-            is None
-        )
+    def check(selection: Selection) -> bool:
+        target = Target(selection.project, selection.inspection, selection.task_id, selection.lock_fingerprint)
+        return operation.unavailable(target) is None
 
     return check
 
 
-# The mutating actions (issue 6): each opens a confirmation dialog that states exactly what
-# will change; --read-only disables all of them in gate().
+# The mutating actions, one per Operation (nexus_tui/logic/operations): each opens a confirmation
+# dialog that states exactly what will change; --read-only disables all of them in gate().
 _ACT = "Act (changes state)"
 REGISTRY += [
     ActionSpec(
-        "start",
-        "n",
-        "Start",
-        "Start a host attempt for the selected task (the worker runs outside Nexus).",
+        operation.name,
+        operation.keys,
+        operation.label,
+        operation.help,
         mutating=True,
+        destructive=operation.destructive,
+        footer=operation.footer,
         group=_ACT,
-        available=_valid_now("start"),
-    ),
-    ActionSpec(
-        "record",
-        "o",
-        "Record",
-        "Record the host worker's report: outcome, summary, exit code.",
-        mutating=True,
-        group=_ACT,
-        available=_valid_now("record"),
-    ),
-    ActionSpec(
-        "verify",
-        "v",
-        "Verify",
-        "Run the task's checks on the current artifacts, with live progress and Stop.",
-        mutating=True,
-        group=_ACT,
-        available=_valid_now("verify"),
-    ),
-    ActionSpec(
-        "accept",
-        "A",
-        "Accept",
-        "Accept the task on its current passed evidence (final; re-hashed first).",
-        mutating=True,
-        destructive=True,
-        group=_ACT,
-        available=_valid_now("accept"),
-    ),
-    ActionSpec(
-        "reconcile",
-        "e",
-        "Reconcile",
-        "Record what you observed (completed, failed, cancelled) once the owner has stopped.",
-        mutating=True,
-        destructive=True,
-        group=_ACT,
-        available=_valid_now("reconcile"),
-    ),
-    ActionSpec(
-        "retry",
-        "N",
-        "Retry",
-        "Start a new host attempt after a failed/cancelled attempt or a failed verification.",
-        mutating=True,
-        footer=False,
-        group=_ACT,
-        available=_valid_now("retry"),
-    ),
-    ActionSpec(
-        "launch",
-        "l",
-        "Launch",
-        "Launch the task's execution contract and supervise it, with live progress and Stop.",
-        mutating=True,
-        footer=False,
-        group=_ACT,
-        available=_valid_now("launch"),
-    ),
-    ActionSpec(
-        "collect",
-        "C",
-        "Collect",
-        "Collect the owned process receipt of the latest attempt.",
-        mutating=True,
-        footer=False,
-        group=_ACT,
-        available=_valid_now("collect"),
-    ),
-    ActionSpec(
-        "cancel_attempt",
-        "x",
-        "Cancel attempt",
-        "Request cancellation of the latest attempt (type the task id to confirm).",
-        mutating=True,
-        destructive=True,
-        footer=False,
-        group=_ACT,
-        available=_valid_now("cancel"),
-    ),
-    ActionSpec(
-        "recover_lock",
-        "L",
-        "Recover lock",
-        "Remove a writer.lock left by a dead process (type its fingerprint to confirm).",
-        mutating=True,
-        destructive=True,
-        footer=False,
-        group=_ACT,
-        available=_valid_now("recover-lock"),
-    ),
+        available=_valid_now(operation),
+        action=f"act({operation.name!r})",
+    )
+    for operation in OPERATIONS.values()
+    if operation.in_registry
+]
+REGISTRY += [
     ActionSpec(
         "recovery_guide",
         "g",
@@ -261,8 +183,9 @@ REGISTRY += [
 
 
 def spec(action_id: str) -> ActionSpec | None:
+    """The entry of an id, or of a Textual action string (``act('start')`` finds ``start``)."""
     for entry in REGISTRY:
-        if entry.id == action_id:
+        if action_id in (entry.id, entry.action):
             return entry
     return None
 
@@ -284,7 +207,7 @@ def bindings(entries: Iterable[ActionSpec] | None = None) -> list[Binding]:
         result.append(
             Binding(
                 entry.keys,
-                entry.id,
+                entry.action,
                 entry.label,
                 show=entry.footer,
                 priority=entry.priority,
@@ -295,7 +218,7 @@ def bindings(entries: Iterable[ActionSpec] | None = None) -> list[Binding]:
     return result
 
 
-def gate(entry: ActionSpec, read_only: bool, selection: Any) -> bool | None:
+def gate(entry: ActionSpec, read_only: bool, selection: Selection) -> bool | None:
     """The only decision on whether an action may run: True, or None (shown disabled)."""
     if entry.mutating and read_only:
         return None

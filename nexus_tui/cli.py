@@ -106,7 +106,7 @@ def run_dashboard(options: DashboardOptions) -> int:
     directories = list(options.directories)
     demo_dir = None
     if options.demo:
-        from .demo import build_demo_in_temp
+        from .logic.demo import build_demo_in_temp
 
         try:
             demo_dir = build_demo_in_temp()

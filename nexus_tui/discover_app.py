@@ -19,11 +19,15 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from . import actions
-from .app import NexusApp, ProjectPane, ProjectScanned, ScanRequests, Selection
+from nexus_core.terminal import terminal_safe
+
+from .app import NexusApp
 from .discovery import DEFAULT_DEPTH, discover_projects, summarize
-from .model import ProjectScanner
+from .logic.selection import Selection
+from .logic.session import ProjectSession
 from .overview import OverviewPane
+from .scanning import ProjectScanned, ScanRequests
+from .widgets.project_pane import ProjectPane
 
 REDISCOVER_SECONDS = 2.0
 SPARE_THREADS = 8
@@ -32,18 +36,6 @@ OVERVIEW_TAB = "tab-overview"
 OVERVIEW_ACTIONS = frozenset(
     {"help", "quit", "change_theme", "next_project", "previous_project", "refresh", "toggle_follow", "focus_next_pane"}
 )
-
-
-class GrowingScanRequests(ScanRequests):
-    """Scan requests for a set of projects that grows while the app runs."""
-
-    def add(self) -> int:
-        """Room for one more project; its index."""
-        with self._condition:
-            self._everything.append(False)
-            self._retime.append(False)
-            self._runs.append(None)
-            return len(self._runs) - 1
 
 
 class ProjectsFound(Message):
@@ -71,28 +63,30 @@ class DiscoverApp(NexusApp):
         initial = list(dict.fromkeys([*fixed, *discover_projects(self.root, depth)]))
         super().__init__(initial or [self.root], **options)
         if not initial:  # NexusApp falls back to one directory: here the overview waits for projects
-            self.directories, self._scanners = [], []
-        self._growing = GrowingScanRequests(len(self.directories))
-        self._requests = self._growing
+            self.directories, self.sessions = [], []
+            self._requests = ScanRequests(0)
         self._known = set(self.directories)
         self._stop_discovery = threading.Event()
         self.discovery_passes = 0  # walks done by the discovery thread (tests wait on it)
 
     def label_of(self, directory: str) -> str:
         relative = os.path.relpath(directory, self.root)
-        return relative if not relative.startswith("..") else directory
+        return terminal_safe(relative if not relative.startswith("..") else directory, one_line=True)
+
+    def _pane_of(self, session: ProjectSession) -> ProjectPane:
+        pane = ProjectPane(session, display_path=self.display_path)
+        pane.following, pane.read_only = self.following, self.read_only
+        return pane
 
     # -- layout
     def compose(self) -> ComposeResult:
         self._overview = OverviewPane(self.root)
-        self._project_panes = [
-            ProjectPane(index, directory, self.label_of(directory)) for index, directory in enumerate(self.directories)
-        ]
+        self._project_panes = [self._pane_of(session) for session in self.sessions]
         with TabbedContent(id="projects", initial=OVERVIEW_TAB):
             with TabPane("All projects", id=OVERVIEW_TAB):
                 yield self._overview
-            for index, pane in enumerate(self._project_panes):
-                with TabPane(pane.label, id=f"tab-{index}"):
+            for session, pane in zip(self.sessions, self._project_panes, strict=True):
+                with TabPane(session.label, id=f"tab-{session.index}"):
                     yield pane
         yield Footer()
 
@@ -109,8 +103,8 @@ class DiscoverApp(NexusApp):
     def on_mount(self) -> None:
         if self.use_watcher:
             self._room_for_watchers()
-        for index, directory in enumerate(self.directories):
-            self.overview.add(index, self.label_of(directory))
+        for session in self.sessions:
+            self.overview.add(session.index, session.label)
         self.run_worker(self._discover_loop, thread=True, group="discovery", name="discovery", exit_on_error=False)
 
     def on_unmount(self) -> None:
@@ -144,25 +138,25 @@ class DiscoverApp(NexusApp):
     async def add_project(self, directory: str) -> int:
         """A tab, an overview row, a scan and (unless polling) one watcher for a new project."""
         self._known.add(directory)
-        index = self._growing.add()
-        self._scanners.append(ProjectScanner(directory))
-        label = self.label_of(directory)
+        index = self._requests.add()
+        session = ProjectSession.open(index, directory, self.label_of(directory))
         tabs = self.query_one("#projects", TabbedContent)
-        pane = ProjectPane(index, directory, label)
-        await tabs.add_pane(TabPane(label, pane, id=f"tab-{index}"))
+        pane = self._pane_of(session)
+        await tabs.add_pane(TabPane(session.label, pane, id=f"tab-{index}"))
         # Listed once its pane exists: every list indexed by project then agrees.
         self._project_panes.append(pane)
+        self.sessions.append(session)
         self.directories.append(directory)
-        self.overview.add(index, label)
+        self.overview.add(index, session.label)
         self._requests.ask(index, everything=True)
         if self.use_watcher:
             self._room_for_watchers()
-            self._watch_project(index)
+            self._watch_project(session)
         return index
 
     # -- the overview follows every project's scans
     def on_project_scanned(self, message: ProjectScanned) -> None:
-        if message.partial or not self.following or not self.is_running or message.index >= len(self.directories):
+        if message.partial or not self.following or not self.is_running or message.index >= len(self.sessions):
             return
         if self._overview.is_mounted:
             self._overview.show(message.index, summarize(message.snapshot))
@@ -194,8 +188,12 @@ class DiscoverApp(NexusApp):
             return Selection(project=self.directories[index] if index is not None else None)
         return super().selection()
 
+    def allowed_actions(self) -> frozenset[str]:
+        return OVERVIEW_ACTIONS if self._on_overview() else super().allowed_actions()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action not in OVERVIEW_ACTIONS and self._on_overview() and actions.spec(action) is not None:
+        entry = self.registry_entry(action, parameters)
+        if entry is not None and entry.id not in OVERVIEW_ACTIONS and self._on_overview():
             return None
         return super().check_action(action, parameters)
 

@@ -2,7 +2,7 @@
 
     python scripts/make_screenshots.py [OUTPUT_DIR]
 
-The demo is built by the real core (nexus_tui.demo) at a fixed start time with a fixed seed;
+The demo is built by the real core (nexus_tui.logic.demo) at a fixed start time with a fixed seed;
 the app then runs with its clock frozen one minute after the build, no file watcher and no
 periodic rescan, so every SVG shows exactly one consistent state.
 """
@@ -22,10 +22,10 @@ from textual.widgets import Checkbox, Input
 
 from nexus_core import timeutil
 from nexus_tui.app import NexusApp
-from nexus_tui.demo import FIXED_START, build_demo
-from nexus_tui.dialogs import ActionDialog
-from nexus_tui.progress import ProgressScreen
-from nexus_tui.recovery_screens import RecoveryListScreen, RecoveryScreen
+from nexus_tui.logic.demo import FIXED_START, build_demo
+from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (170, 48)
 SEED = 2026

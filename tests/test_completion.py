@@ -14,7 +14,7 @@ from conftest import run_cli
 from process_support import command_task, create, make_project
 from project_kit import Project, plan, task_def
 
-from nexus_core import cli, engine
+from nexus_core import cli, process
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -172,7 +172,7 @@ def test_launch_and_collect_put_the_process_task_first(tmp_path: Path) -> None:
     create(root, "r", [task_def("h"), command_task("p", "ok")])
     assert values("nexus launch r ", root) == ["p", "h"]
     assert values("nexus collect r ", root) == ["h", "p"]  # nothing to collect yet: plan order
-    engine.launch_task(str(root), "r", "p", {})  # finished; the receipt awaits collect
+    process.launch_task(str(root), "r", "p", {})  # finished; the receipt awaits collect
     assert values("nexus collect r ", root) == ["p", "h"]
     assert values("nexus launch r ", root) == ["h", "p"]
 

@@ -1,4 +1,5 @@
-"""nexus_core stays a pure engine: the UI toolkits never leak into it."""
+"""nexus_core stays a pure engine, and so does the dashboard's logic layer: the UI toolkits never
+leak into them."""
 
 from __future__ import annotations
 
@@ -32,3 +33,37 @@ def test_core_never_imports_textual_or_rich() -> None:
     assert set(CORE_MODULES) <= set(loaded)
     leaked = [name for name in loaded if name.split(".")[0] in ("textual", "rich")]
     assert leaked == []
+
+
+LOGIC_MODULES = [
+    "nexus_tui.logic.model",
+    "nexus_tui.logic.operations",
+    "nexus_tui.logic.recovery",
+    "nexus_tui.logic.demo",
+    "nexus_tui.logic.selection",
+]
+
+
+def test_the_dashboards_logic_layer_never_imports_textual_or_rich() -> None:
+    # Every module under nexus_tui/logic/, imported alone in a fresh interpreter: the decisions
+    # of the dashboard stay testable (and reusable, e.g. served) without any UI toolkit.
+    probe = (
+        "import importlib, json, pkgutil, sys\n"
+        "import nexus_tui.logic as logic\n"
+        "for info in pkgutil.walk_packages(logic.__path__, 'nexus_tui.logic.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = json.loads(result.stdout)
+    assert set(LOGIC_MODULES) <= set(loaded)
+    leaked = [name for name in loaded if name.split(".")[0] in ("textual", "rich")]
+    assert leaked == []
+
+
+def test_the_engine_does_not_import_the_process_backend() -> None:
+    # The process backend builds on the engine; launch and collect are reached through
+    # nexus_core.actions, so the two modules no longer import each other.
+    probe = "import json, sys\nimport nexus_core.engine\nprint(json.dumps(sorted(sys.modules)))\n"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert "nexus_core.process" not in json.loads(result.stdout)

@@ -35,7 +35,7 @@ from reliability_support import (
     write_json,
 )
 
-from nexus_core import engine, locks, store
+from nexus_core import engine, locks, process, store
 from nexus_core.errors import NexusError
 from nexus_core.inputs import read_input_file
 
@@ -106,8 +106,8 @@ def action_calls(project: Project) -> dict[str, Callable[[dict[str, Any]], Any]]
         "record": lambda value: engine.record_attempt(root, "r", "t0", value),
         "reconcile": lambda value: engine.reconcile_attempt(root, "r", "t0", value),
         "cancel": lambda value: engine.cancel_task(root, "r", "t0", value),
-        "launch": lambda value: engine.launch_task(root, "r", "t1", value),
-        "collect": lambda value: engine.collect_task(root, "r", "t0", value),
+        "launch": lambda value: process.launch_task(root, "r", "t1", value),
+        "collect": lambda value: process.collect_task(root, "r", "t0", value),
         "recover-lock": lambda value: locks.recover_lock(root, value),
     }
 

@@ -15,7 +15,7 @@ from conftest import run_cli
 from project_kit import Project, plan, task_def
 
 from nexus_core.words import json_word
-from nexus_tui import operations
+from nexus_tui.logic import operations
 
 USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "

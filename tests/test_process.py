@@ -436,7 +436,7 @@ def test_collect_refusals(project: Path) -> None:
 
     def refused(task: str, value: Any) -> str:
         with pytest.raises(NexusError) as error:
-            engine.collect_task(root, "r", task, value)
+            process.collect_task(root, "r", task, value)
         return error.value.message
 
     attempt = launch("a")
@@ -459,7 +459,7 @@ def test_collect_refusals(project: Path) -> None:
         "Nexus: Process result changed before collection; reconcile and create a fresh attempt."
     )
     (project / "out" / "a" / "result.txt").write_text("ok\n")
-    engine.collect_task(root, "r", "a", ident)
+    process.collect_task(root, "r", "a", ident)
     assert refused("a", ident) == "Nexus: This process receipt was already collected."
     before = path.read_bytes()
     code, result, _ = cli(project, "collect", "r", "a", input_value=ident)

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from nexus_tui.demo import build_demo
+from nexus_tui.logic.demo import build_demo
 
 REPO = Path(__file__).resolve().parent.parent
 DEADLINE_SECONDS = 30.0

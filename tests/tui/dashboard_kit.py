@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static, Tree
 
 from nexus_core import engine
 from nexus_tui.app import NexusApp
-from nexus_tui.demo import FIXED_START, DemoInfo, build_demo
+from nexus_tui.logic.demo import FIXED_START, DemoInfo, build_demo
 
 HOST = {"kind": "host", "id": "tester", "sessionId": "s1"}
 DEMO_HOST = "demo-host"

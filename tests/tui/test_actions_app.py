@@ -28,9 +28,9 @@ from tui_actions_support import (
 from nexus_core import engine
 from nexus_tui import actions
 from nexus_tui.app import NexusApp
-from nexus_tui.dialogs import ActionDialog
-from nexus_tui.progress import ProgressScreen
-from nexus_tui.recovery_screens import RecoveryListScreen, RecoveryScreen
+from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (130, 40)
 MUTATING = [entry for entry in actions.REGISTRY if entry.mutating]
@@ -49,6 +49,7 @@ async def _done(app: NexusApp, pilot: Any, before: int) -> None:
 
 async def _open(app: NexusApp, pilot: Any, key: str) -> ActionDialog:
     await pilot.press(key)
+    await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))  # the preview is read in a worker
     await pilot.pause()
     assert isinstance(app.screen, ActionDialog), f"{key} opened {app.screen}"
     assert app.focused is not None and app.focused.id == "cancel"
@@ -224,7 +225,7 @@ async def test_read_only_leaves_no_mutating_action_reachable(tmp_path: Path) -> 
                     await pilot.pause()
                     assert app.screen is app.screen_stack[0]
             # run_action (what the palette and the footer call) is gated too: refused, no dialog.
-            assert await app.run_action("recover_lock") is False
+            assert await app.run_action("act('recover-lock')") is False
             await pilot.pause()
             assert app.screen is app.screen_stack[0]
         # Guided recovery stays readable, its next step is disabled.
@@ -293,8 +294,8 @@ async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
     """The issue's "done when": from the demo, clear the dead lock and bring every task to
     accepted or explicitly failed with keys and dialogs only."""
     from nexus_core.store import load_run
-    from nexus_tui import recovery
-    from nexus_tui.demo import build_demo
+    from nexus_tui.logic import recovery
+    from nexus_tui.logic.demo import build_demo
 
     root = build_demo(str(tmp_path / "demo")).directory
     app = quiet_app([root])

@@ -10,8 +10,8 @@ from dashboard_kit import frozen_demo
 
 from nexus_core.hostinfo import pid_alive
 from nexus_core.observe import inspect_run
-from nexus_tui import recovery
-from nexus_tui.demo import DEAD_PID, DemoInfo
+from nexus_tui.logic import recovery
+from nexus_tui.logic.demo import DEAD_PID, DemoInfo
 
 __all__ = ["frozen_demo"]
 

@@ -20,7 +20,7 @@ from reliability_support import run_cli_json
 from nexus_core import timeutil
 from nexus_core.observe import inspect_run
 from nexus_core.words import json_word
-from nexus_tui.model import NOT_STARTED
+from nexus_tui.logic.model import NOT_STARTED
 
 pytestmark = pytest.mark.asyncio
 

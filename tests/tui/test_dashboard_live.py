@@ -28,7 +28,7 @@ from fixture_tools import relocate
 from nexus_core import engine, timeutil
 from nexus_core.schedule import core
 from nexus_core.timeutil import now_ms as time_ms
-from nexus_tui.demo import DemoInfo
+from nexus_tui.logic.demo import DemoInfo
 from nexus_tui.schedules_screen import SchedulesScreen
 
 pytestmark = pytest.mark.asyncio
@@ -78,7 +78,7 @@ async def test_editing_an_accepted_artifact_turns_the_task_stale(tmp_path: Path)
         # Wait until the scan that adds the scope to the watched set is applied: the watcher
         # then restarts on it, and an edit made before the restarted watcher is armed is still
         # seen by the rescan it runs once armed (no periodic rescan, no tick in this app).
-        await eventually(pilot, lambda: any(p.endswith("/work") for p in pane.scope_paths))
+        await eventually(pilot, lambda: any(p.endswith("/work") for p in pane.session.scope_paths))
         Path(root, "work", "result.txt").write_text("done, then edited\n")
         await eventually(pilot, lambda: cell(pane.tasks, "result", "stale") == "STALE")
         assert "Stale evidence" in detail_text(app)

@@ -20,7 +20,7 @@ from nexus_core import canonical, engine, observe
 from nexus_core.observe import inspect_loaded
 from nexus_core.store import load_run
 from nexus_core.timeutil import parse_iso_ms
-from nexus_tui.model import ProjectScanner, task_state
+from nexus_tui.logic.model import ProjectScanner, task_state
 
 
 def _observations(root: str, run_id: str, now: int) -> list[dict]:

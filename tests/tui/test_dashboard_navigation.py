@@ -5,13 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dashboard_kit import HOST, cell, detail_text, finish, loaded, quiet_app, row_keys, select, small_project
+from dashboard_kit import (
+    HOST,
+    cell,
+    detail_text,
+    eventually,
+    finish,
+    loaded,
+    quiet_app,
+    row_keys,
+    select,
+    small_project,
+)
 from fixture_tools import relocate
 
 from nexus_core import engine
 from nexus_core.store import load_run
+from nexus_core.timeutil import now_ms
 from nexus_tui import actions
-from nexus_tui.app import HelpScreen, NexusApp
+from nexus_tui.app import NexusApp
+from nexus_tui.screens.help import HelpScreen
 
 pytestmark = pytest.mark.asyncio
 
@@ -150,7 +163,7 @@ async def test_pause_freezes_the_view_until_resumed(tmp_path: Path) -> None:
         app.request_scan(everything=True)
         await pilot.pause(0.5)
         assert cell(pane.tasks, "t2", "execution") == "not started"
-        assert pane.pending is not None
+        assert pane.session.pending is not None
         await pilot.press("p")
         assert cell(pane.tasks, "t2", "execution") == "running"
 
@@ -166,3 +179,26 @@ async def test_untrusted_text_is_shown_literally_never_as_markup(tmp_path: Path)
         text = detail_text(app)
         assert "[bold red]boom[/] [link=http://x]click[/link] \\x1b[31m" in text
         assert isinstance(app, NexusApp)
+
+
+async def test_a_sorted_table_sorts_by_model_values_across_partial_updates(tmp_path: Path) -> None:
+    # Sorting maps the table's cell objects to row keys: after a scan updates some cells of a
+    # row and keeps the others, the next sort still finds every row (it once raised KeyError).
+    root = small_project(tmp_path / "p", tasks=4)
+    app = quiet_app([root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        await select(pilot, "live", "t1")
+        pane = app.pane
+        pane.sort_by(pane.tasks, "execution")
+        finish(root, "live", "t1")
+        scans = app.scans_applied
+        app.request_scan(everything=True)
+        await eventually(
+            pilot, lambda: app.scans_applied > scans and cell(pane.tasks, "t1", "acceptance") == "accepted"
+        )
+        pane.refresh_times(now_ms() + 5_000)  # the tick: age cells change, task cells do not
+        pane.sort_by(pane.tasks, "acceptance", reverse=False)
+        await pilot.pause()
+        assert row_keys(pane.tasks)[0] == "t1"  # "accepted" sorts before "pending"
+        assert sorted(row_keys(pane.tasks)) == ["t1", "t2", "t3", "t4"]

@@ -20,7 +20,7 @@ from dashboard_kit import DEMO_HOST, frozen_demo, quiet_app, select
 from textual.pilot import Pilot
 
 from nexus_core import timeutil
-from nexus_tui.demo import DemoInfo
+from nexus_tui.logic.demo import DemoInfo
 
 SIZE = (170, 46)
 __all__ = ["frozen_demo"]  # a session fixture shared with the demo tests
@@ -28,8 +28,10 @@ __all__ = ["frozen_demo"]  # a session fixture shared with the demo tests
 
 @pytest.fixture
 def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
-    monkeypatch.setattr("nexus_tui.model.hostname", lambda: DEMO_HOST)
-    monkeypatch.setattr("nexus_tui.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path)))
+    monkeypatch.setattr("nexus_core.hostinfo.hostname", lambda: DEMO_HOST)
+    monkeypatch.setattr(
+        "nexus_tui.widgets.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path))
+    )
     frozen = frozen_demo.finished_at + 60
     timeutil.set_clock(lambda: frozen)
     parent = os.path.dirname(frozen_demo.directory)
@@ -85,3 +87,37 @@ def test_help_screen(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
         await pilot.press("question_mark")
 
     assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
+
+
+def test_main_screen_in_a_light_theme(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
+    """The same view as the overview (a dark theme), in textual-light: every colour, the task
+    states' included, comes from the theme."""
+
+    async def pick(pilot: Pilot[None]) -> None:
+        await select(pilot, "release", "release-notes")
+        pilot.app.theme = "textual-light"
+        await pilot.pause()
+
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
+
+
+async def test_the_theme_picker_recolours_the_task_states(demo_app: Callable[[], Any]) -> None:
+    from textual.theme import BUILTIN_THEMES
+
+    def success(theme: str) -> str:
+        return BUILTIN_THEMES[theme].to_color_system().generate()["success"].lower()
+
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await asyncio.wait_for(app.loaded.wait(), 60)
+        await select(pilot, "release", "release-notes")
+
+        def task_cell_styles() -> set[str]:
+            return {str(app.pane.tasks.get_cell(key, "task").style).lower() for key in app.pane.tasks.rows}
+
+        assert success("gruvbox") != success("textual-dark")
+        assert f"bold {success('textual-dark')}" in task_cell_styles()  # accepted tasks
+        app.theme = "gruvbox"
+        await pilot.pause()
+        assert f"bold {success('gruvbox')}" in task_cell_styles()
+        assert not any(success("textual-dark") in style for style in task_cell_styles())

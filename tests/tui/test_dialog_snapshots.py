@@ -27,12 +27,13 @@ from tui_actions_support import (
     write_result,
 )
 
-from nexus_core import engine, timeutil
+from nexus_core import engine, hostinfo, timeutil
 from nexus_core.hostinfo import hostname
-from nexus_tui import operations, recovery
-from nexus_tui.dialogs import dialog_for
-from nexus_tui.progress import ProgressScreen
-from nexus_tui.recovery_screens import RecoveryListScreen, RecoveryScreen
+from nexus_tui.logic import operations, recovery
+from nexus_tui.logic.operations import base as operations_base
+from nexus_tui.screens.dialogs import dialog_for
+from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (100, 40)
 FROZEN = 1796083200.0  # 2026-12-01T00:00:00Z
@@ -48,7 +49,7 @@ def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     timeutil.set_clock(lambda: FROZEN)
     # Lock owners embed the host name in their bytes (and so in the fingerprint): the screens
     # compare owners with a fixed host name here so the fingerprint is the same everywhere.
-    for module in (operations, recovery):
+    for module in (operations_base, recovery, hostinfo):  # hostinfo: owner_liveness compares hosts
         monkeypatch.setattr(module, "hostname", lambda: SNAPSHOT_HOST)
 
 

@@ -30,10 +30,10 @@ from tui_actions_support import (
 from nexus_core import engine
 from nexus_core.plan import normalize_plan
 from nexus_tui.action_flow import ActionFlow
-from nexus_tui.action_log import ActionLogPanel
-from nexus_tui.dialogs import ActionDialog
-from nexus_tui.progress import ProgressScreen
-from nexus_tui.recovery_screens import RecoveryListScreen, RecoveryScreen
+from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
+from nexus_tui.widgets.action_log import ActionLogPanel
 
 SIZE = (110, 44)
 
@@ -98,14 +98,14 @@ async def test_every_dialog_focuses_cancel_and_cancel_changes_nothing(tmp_path: 
     async with app.run_test(size=SIZE) as pilot:
         for action, task in targets:
             app.flow.open(action, str(root), "demo" if task else None, task)
-            await pilot.pause()
+            await _settle(app, pilot)  # the preview is read in a worker thread
             assert isinstance(app.screen, ActionDialog), action
             assert app.focused is not None and app.focused.id == "cancel", action
             await pilot.press("enter")
             await _settle(app, pilot)
             assert not isinstance(app.screen, ActionDialog), action
         app.flow.open("reconcile", str(root), "demo", "b")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         await pilot.press("escape")
         await _settle(app, pilot)
     assert tree_digest(root) == before
@@ -120,7 +120,7 @@ async def test_reconcile_needs_the_operator_tick(tmp_path: Path) -> None:
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open("reconcile", str(root), "demo", "a")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         _set(app, summary="worker pid gone")
         await pilot.click("#outcome-cancelled")
         await pilot.click("#confirm")
@@ -144,7 +144,7 @@ async def test_cancel_needs_the_task_id_typed(tmp_path: Path) -> None:
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open("cancel", str(root), "demo", "a")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         _set(app, reason="wrong branch", typed="b")
         await pilot.click("#confirm")
         await pilot.pause()
@@ -168,7 +168,7 @@ async def test_a_core_error_is_an_error_notification_with_the_exact_message(tmp_
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open("accept", str(root), "demo", "a")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         await pilot.click("#confirm")
         await _settle(app, pilot)
         assert app.errors() == ["Nexus: Stale evidence: checked artifacts or write scope changed."]
@@ -185,7 +185,7 @@ async def test_a_state_changed_under_the_dialog_is_refused(tmp_path: Path) -> No
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open("record", str(root), "demo", "a")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         _set(app, summary="late report")
         record(root, "a", outcome="failed")  # another client acts meanwhile
         before = tree_digest(root)
@@ -206,7 +206,7 @@ async def test_verify_progress_shows_the_check_and_stop_ends_ambiguous(tmp_path:
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open("verify", str(root), "demo", "a")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         await pilot.click("#confirm")
         await pilot.pause()
         screen = app.screen
@@ -229,7 +229,7 @@ async def test_launch_progress_stop_then_collect(tmp_path: Path) -> None:
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open("launch", str(root), "demo", "p")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         await pilot.click("#confirm")
         await pilot.pause()
         screen = app.screen
@@ -242,7 +242,7 @@ async def test_launch_progress_stop_then_collect(tmp_path: Path) -> None:
         receipt = latest(root, "p")["process"]["receipt"]
         assert receipt["reason"] == "supervisor-interrupted"
         app.flow.open("collect", str(root), "demo", "p")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         await pilot.click("#confirm")
         await _settle(app, pilot)
     attempt = latest(root, "p")
@@ -387,7 +387,7 @@ async def test_read_only_disables_the_recovery_buttons_and_the_flow(tmp_path: Pa
         assert isinstance(app.screen, RecoveryScreen)
         await pilot.press("escape")
         app.flow.open("recover-lock", str(root))
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         assert not isinstance(app.screen, ActionDialog)
         assert app.errors()[-1].startswith("The dashboard is read-only")
     assert tree_digest(root) == before
@@ -399,20 +399,20 @@ async def test_untrusted_text_is_plain_in_the_log_and_dialogs(tmp_path: Path) ->
     app = Host(root)
     async with app.run_test(size=SIZE) as pilot:
         app.flow.open("cancel", str(root), "demo", "a")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         _set(app, reason="[bold]stop[/bold] now", typed="a")
         await pilot.click("#confirm")
         await _settle(app, pilot)
         row = app.query_one(ActionLogPanel).query_one(DataTable).get_row_at(0)
         assert "reason=[bold]stop[/bold] now" in row[3].plain
         app.flow.open("reconcile", str(root), "demo", "a")
-        await pilot.pause()
+        await _settle(app, pilot)  # the preview is read in a worker thread
         assert app.screen.query_one("#backend_id", Input).value == "[red]w[/red]"
     await asyncio.sleep(0)
 
 
 def _entry(number: int) -> Any:
-    from nexus_tui.operations import LogEntry
+    from nexus_tui.logic.operations import LogEntry
 
     return LogEntry("2026-12-01T00:00:00.000Z", "record", f"demo/t{number}", "(no input)", True, "done")
 

@@ -12,9 +12,9 @@ from dashboard_kit import frozen_demo, small_project
 
 from nexus_core.hostinfo import hostname
 from nexus_tui import discovery
-from nexus_tui.demo import DemoInfo, write_dead_writer_lock
 from nexus_tui.discovery import discover_projects, order, summarize
-from nexus_tui.model import ProjectScanner
+from nexus_tui.logic.demo import DemoInfo, write_dead_writer_lock
+from nexus_tui.logic.model import ProjectScanner
 
 __all__ = ["frozen_demo"]  # the shared session fixture
 

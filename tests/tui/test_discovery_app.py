@@ -10,8 +10,8 @@ from dashboard_kit import cell, eventually, finish, loaded, row_keys, small_proj
 from textual.widgets import TabbedContent
 
 from nexus_core.hostinfo import hostname
-from nexus_tui.demo import write_dead_writer_lock
 from nexus_tui.discover_app import OVERVIEW_TAB, DiscoverApp
+from nexus_tui.logic.demo import write_dead_writer_lock
 
 pytestmark = pytest.mark.asyncio
 
@@ -60,7 +60,7 @@ async def test_overview_comes_first_sorted_by_urgency_and_enter_opens_a_project(
         await pilot.press("down", "enter")
         index = app.directories.index(projects["locked"])
         await eventually(pilot, lambda: active_tab(app) == f"tab-{index}")
-        assert app.pane.directory == projects["locked"]
+        assert app.pane.session.directory == projects["locked"]
         assert app.focused is app.pane.runs
         # [ and ] cycle through the projects, the overview first.
         for _ in range(index + 1):
@@ -99,7 +99,7 @@ async def test_a_project_created_later_gets_a_tab_and_a_row(tmp_path: Path) -> N
         late = small_project(tmp_path / "later" / "p")
         await eventually(pilot, lambda: overview_labels(app) == ["later/p"])
         await eventually(pilot, lambda: cell(app.overview.table, "0", "runs") == "1")
-        assert app.panes[0].directory == late
+        assert app.panes[0].session.directory == late
         assert app.query_one("#tab-0") is not None
         second = small_project(tmp_path / "z")
         await eventually(pilot, lambda: len(app.directories) == 2)
@@ -124,7 +124,10 @@ async def test_rows_follow_changes_with_one_watcher_per_project(tmp_path: Path) 
         passes = app.discovery_passes
         await eventually(pilot, lambda: app.discovery_passes >= passes + 3)
         watchers = [worker for worker in app.workers if worker.group == "watch"]
-        assert sorted(worker.description for worker in watchers) == [f"_watch_project({i})" for i in range(3)]
+        assert sorted(worker.description for worker in watchers) == [
+            f"_watch_project({session!r})" for session in app.sessions
+        ]
+        assert [session.index for session in app.sessions] == [0, 1, 2]
 
 
 async def test_project_actions_are_off_on_the_overview(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""nexus_tui.operations: every mutating action through the real core, asserting on disk."""
+"""nexus_tui.logic.operations: every mutating action through the real core, asserting on disk."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from tui_actions_support import (
     write_result,
 )
 
+from nexus_core import actions as mutations
 from nexus_core import engine
 from nexus_core.errors import NexusError
-from nexus_tui import operations as ops
+from nexus_tui.logic import operations as ops
 
 OPERATOR = {"backend_id": "operator", "backend_session": "nexus-tui-test"}
 
@@ -264,16 +265,6 @@ def test_actions_reported_unavailable_are_refused_by_the_core(tmp_path: Path, st
             "reason": "r",
             "ownerStopped": True,
         }
-        call = {
-            "verify": lambda: engine.verify_task(str(root), "demo", "a"),
-            "accept": lambda: engine.accept_task(str(root), "demo", "a"),
-        }.get(action)
         with pytest.raises(NexusError):
-            if call is not None:
-                call()
-            else:
-                handler = getattr(
-                    engine, {"record": "record_attempt", "reconcile": "reconcile_attempt"}.get(action, f"{action}_task")
-                )
-                handler(str(root), "demo", "a", options)
+            mutations.call(action, str(root), "demo", "a", options)  # the CLI's and the dashboard's table
         assert tree_digest(root) == before, action

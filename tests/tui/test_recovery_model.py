@@ -1,5 +1,5 @@
 """nexus_tui.recovery: every situation classified from real states driven with nexus_core,
-and each safe next step carried out through nexus_tui.operations, asserting on disk."""
+and each safe next step carried out through nexus_tui.logic.operations, asserting on disk."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from nexus_core import canonical, engine
 from nexus_core.errors import NexusError
 from nexus_core.store import load_run
 from nexus_core.timeutil import now_ms
-from nexus_tui import operations as ops
-from nexus_tui import recovery
+from nexus_tui.logic import operations as ops
+from nexus_tui.logic import recovery
 
 RECONCILE = {"summary": "checked: worker gone", "owner_stopped": True, "retry_safe": False}
 

@@ -14,47 +14,31 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 
-from . import recovery
-from .dialogs import DIALOG_CSS, Display, bullet_lines
-from .recovery import Situation
-from .render import plain
-
-ACTION_LABELS = {
-    "start": "Start…",
-    "retry": "Retry…",
-    "record": "Record…",
-    "reconcile": "Reconcile…",
-    "cancel": "Cancel attempt…",
-    "verify": "Verify…",
-    "accept": "Accept…",
-    "launch": "Launch…",
-    "collect": "Collect…",
-    "recover-lock": "Recover lock…",
-}
+from ..logic import recovery
+from ..logic.operations import OPERATIONS
+from ..logic.recovery import Situation
+from ..widgets.render import plain
+from .base import NexusDialog
+from .dialogs import Display, bullet_lines
 
 
-class RecoveryScreen(ModalScreen[str | None]):
+class RecoveryScreen(NexusDialog[str | None]):
     """One situation. Dismisses with the next action id, or None (Close)."""
 
-    DEFAULT_CSS = (
-        DIALOG_CSS
-        + """
-    RecoveryScreen > #dialog { border: thick $warning; }
-    #recovery-command { background: $panel; padding: 0 1; }
-    #recovery-plan { color: $text-muted; }
+    DEFAULT_CSS = """
+    RecoveryScreen #recovery-command { background: $panel; padding: 0 1; }
+    RecoveryScreen #recovery-plan { color: $text-muted; }
     """
-    )
     BINDINGS: ClassVar[list[Any]] = [Binding("escape", "close", "Close", show=False)]
 
     def __init__(self, situation: Situation, *, read_only: bool = False, display: Display | None = None) -> None:
-        super().__init__()
+        super().__init__(classes="guide")
         self.situation = situation
         self.read_only = read_only
         self.shown_text = display or (lambda text: text)
@@ -109,7 +93,7 @@ class RecoveryScreen(ModalScreen[str | None]):
                     yield Button("Create fresh run…", id="fresh-run", disabled=self.read_only)
                 if situation.next_action:
                     yield Button(
-                        ACTION_LABELS[situation.next_action],
+                        OPERATIONS[situation.next_action].button_label,
                         id="next-action",
                         variant="warning",
                         disabled=self.read_only,
@@ -193,24 +177,16 @@ def situation_label(situation: Situation) -> Text:
     return Text.assemble((f"[{where}] ", "dim"), plain(situation.title, one_line=True))
 
 
-class RecoveryListScreen(ModalScreen[Situation | None]):
+class RecoveryListScreen(NexusDialog[Situation | None]):
     """Every situation of the project; Enter opens its guided screen (dismisses with it)."""
 
-    DEFAULT_CSS = (
-        DIALOG_CSS
-        + """
-    RecoveryListScreen { align: center middle; }
-    RecoveryListScreen > #dialog {
-        width: 96; max-width: 96%; height: auto; max-height: 80%;
-        border: thick $warning; background: $surface; padding: 0 1;
-    }
+    DEFAULT_CSS = """
     RecoveryListScreen OptionList { height: auto; max-height: 20; }
     """
-    )
     BINDINGS: ClassVar[list[Any]] = [Binding("escape", "close", "Close", show=False)]
 
     def __init__(self, situations: list[Situation], display: Display | None = None) -> None:
-        super().__init__()
+        super().__init__(classes="guide listing")
         self.situations = situations
         self.shown_text = display or (lambda text: text)
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from nexus_core import observe
 from nexus_core.engine import is_active, latest
-from nexus_core.errors import NexusError
-from nexus_core.hostinfo import hostname, pid_alive
+from nexus_core.errors import message_of
+from nexus_core.hostinfo import owner_liveness, usable_pid
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of
 from nexus_core.snapshots import observational_hashes
@@ -46,14 +46,6 @@ STATE_ORDER = (
 )
 ATTENTION = frozenset({"blocked", "ambiguous", "failed", "cancelled", "rejected", "cancelling"})
 ACTIVE_STATES = frozenset({"running", "verifying", "blocked", "ambiguous", "cancelling"})
-
-
-def message_of(error: BaseException) -> str:
-    if isinstance(error, NexusError):
-        return error.message
-    if isinstance(error, OSError):
-        return f"{error.strerror or error}: {error.filename}" if error.filename else str(error)
-    return str(error) or type(error).__name__
 
 
 def task_state(task: dict[str, Any]) -> str:
@@ -184,10 +176,8 @@ def lock_view(name: str, snapshot: dict[str, Any] | None) -> LockView:
         return LockView(name, True, snapshot.get("hash"), unsafe=snapshot.get("unsafe"), unreadable=True)
     process_id = owner.get("pid")
     host = owner.get("hostname")
-    valid_pid = isinstance(process_id, int) and not isinstance(process_id, bool) and process_id > 0
-    alive: bool | None = None
-    if valid_pid and isinstance(host, str) and host == hostname():
-        alive = pid_alive(process_id)  # type: ignore[arg-type]
+    valid_pid = usable_pid(process_id) is not None
+    alive = {"alive": True, "dead": False, "unknown": None}[owner_liveness(host, process_id)]
     return LockView(
         name,
         True,
@@ -704,26 +694,6 @@ def _same_view(a: RunView, b: RunView) -> bool:
         return False
     # Observations carry the stale reason, hints and heartbeat facts the rows do not.
     return a.observations == b.observations and a.updated_at == b.updated_at
-
-
-def age_text(iso: str | None, now: int) -> str:
-    moment = _time_ms(iso)
-    if moment is None:
-        return "—"
-    return duration_text(max(0, now - moment)) + " ago"
-
-
-def duration_text(ms: int) -> str:
-    seconds = ms // 1000
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes}m{seconds % 60:02d}s"
-    hours = minutes // 60
-    if hours < 48:
-        return f"{hours}h{minutes % 60:02d}m"
-    return f"{hours // 24}d{hours % 24:02d}h"
 
 
 __all__ = [

@@ -12,8 +12,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Label
 
-from .operations import ActionLog, LogEntry
-from .render import plain
+from ..logic.operations import ActionLog, LogEntry
+from .render import plain, themed
 
 COLUMNS = ("time", "action", "target", "input", "result")
 
@@ -59,13 +59,15 @@ class ActionLogPanel(Vertical):
         table = self.query_one(DataTable)
         entries = self.action_log.entries
         for entry in entries[self.shown :]:
-            result = plain(entry.result, "" if entry.ok else "bold red")
+            result = plain(entry.result, "" if entry.ok else themed("bold $error"))
             table.add_row(
                 plain(entry.at[11:19]),
                 plain(entry.action),
                 plain(entry.target, one_line=True),
                 plain(entry.inputs, one_line=True),
-                Text("ok: ", style="green").append_text(result) if entry.ok else Text("refused: ").append_text(result),
+                Text("ok: ", style=themed("$success")).append_text(result)
+                if entry.ok
+                else Text("refused: ").append_text(result),
             )
         self.shown = len(entries)
         if entries:

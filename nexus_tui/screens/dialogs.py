@@ -1,4 +1,4 @@
-"""Confirmation dialogs of the mutating actions: one ModalScreen per action family.
+"""The confirmation dialog of every mutating action, built from its Operation's fields.
 
 Each dialog states exactly what will change (from ``operations.preview``), starts with the
 focus on Cancel, collects what the core needs and dismisses with the operator's values (or
@@ -15,37 +15,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, RadioButton, RadioSet, Static
 
 from nexus_core.terminal import terminal_safe
 
-from . import operations
-from .operations import Preview
-from .render import plain
+from ..logic import operations
+from ..logic.operations import Choice, Line, Preview, Tick
+from ..widgets.render import plain
+from .base import NexusDialog
 
 Display = Callable[[str], str]
-
-DIALOG_CSS = """
-ActionDialog, ProgressScreen, RecoveryScreen { align: center middle; }
-ActionDialog > #dialog, ProgressScreen > #dialog, RecoveryScreen > #dialog {
-    width: 96; max-width: 96%; height: auto; max-height: 92%;
-    border: thick $primary; background: $surface; padding: 0 1;
-}
-ActionDialog.destructive > #dialog { border: thick $error; }
-#dialog-title { text-style: bold; padding: 0 0 1 0; }
-#dialog-body { height: auto; max-height: 65vh; }
-.section { text-style: bold; margin-top: 1; }
-.statement { padding-left: 1; }
-.caution { color: $warning; padding-left: 1; }
-.unavailable { color: $error; padding-left: 1; }
-.field-label { margin-top: 1; }
-.field-error { color: $error; height: auto; }
-#dialog-error { color: $error; height: auto; }
-#dialog-buttons { height: auto; align-horizontal: right; padding-top: 1; }
-#dialog-buttons Button { margin-left: 2; }
-RadioSet { width: 100%; }
-"""
 
 
 def bullet_lines(lines: Iterable[str], display: Display) -> Text:
@@ -59,28 +38,15 @@ def bullet_lines(lines: Iterable[str], display: Display) -> Text:
     return out
 
 
-class ActionDialog(ModalScreen[dict[str, Any] | None]):
-    """The shared frame: title, statement of changes, cautions, fields, Cancel / Confirm."""
+class ActionDialog(NexusDialog[dict[str, Any] | None]):
+    """The one dialog of every action: title, statement of changes, cautions, the fields its
+    :class:`~nexus_tui.logic.operations.Operation` lists, Cancel / Confirm."""
 
-    DEFAULT_CSS = DIALOG_CSS
     BINDINGS: ClassVar[list[Any]] = [Binding("escape", "cancel", "Cancel", show=False)]
-    CONFIRM_LABELS: ClassVar[dict[str, str]] = {
-        "start": "Start",
-        "retry": "Retry",
-        "record": "Record",
-        "reconcile": "Reconcile",
-        "cancel": "Request cancellation",
-        "verify": "Verify",
-        "accept": "Accept",
-        "launch": "Launch",
-        "collect": "Collect",
-        "recover-lock": "Remove writer.lock",
-        "create": "Create fresh run",
-    }
-    DESTRUCTIVE: ClassVar[frozenset[str]] = frozenset({"cancel", "reconcile", "accept", "recover-lock"})
 
     def __init__(self, preview: Preview, display: Display | None = None) -> None:
-        super().__init__(classes="destructive" if preview.action in self.DESTRUCTIVE else None)
+        self.operation = operations.OPERATIONS[preview.action]
+        super().__init__(classes="destructive" if self.operation.destructive else None)
         self.preview = preview
         self.shown_text = display or (lambda text: text)
         self.answered = False
@@ -102,13 +68,24 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
             yield Static("", id="dialog-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
-                destructive = preview.action in self.DESTRUCTIVE
                 yield Button(
-                    self.CONFIRM_LABELS[preview.action], id="confirm", variant="error" if destructive else "primary"
+                    self.operation.confirm_label,
+                    id="confirm",
+                    variant="error" if self.operation.destructive else "primary",
                 )
 
     def compose_fields(self) -> ComposeResult:
-        yield from ()
+        for field in self.operation.fields:
+            if isinstance(field, Choice):
+                yield from self.radio_field(field.key, field.label, field.choices, field.default)
+            elif isinstance(field, Line):
+                yield from self.text_field(
+                    field.key, field.label.format(confirm=self.preview.confirm_text), field.placeholder
+                )
+            elif isinstance(field, Tick):
+                yield Checkbox(field.label, value=False, id=field.key)
+            else:
+                yield from self.backend_fields()
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()
@@ -192,81 +169,5 @@ class ActionDialog(ModalScreen[dict[str, Any] | None]):
         self.dismiss(None)
 
 
-class ConfirmDialog(ActionDialog):
-    """verify, accept, launch, collect: nothing to type, only the statement to confirm."""
-
-    def compose_fields(self) -> ComposeResult:
-        yield from self.backend_fields()
-
-
-class IdentityDialog(ActionDialog):
-    """start and retry: the host identity that will own the new attempt (editable)."""
-
-    def compose_fields(self) -> ComposeResult:
-        yield from self.backend_fields()
-
-
-class RecordDialog(ActionDialog):
-    """record: the worker's outcome, summary and optional exit code."""
-
-    def compose_fields(self) -> ComposeResult:
-        yield from self.radio_field(
-            "outcome", "Outcome reported by the worker", operations.RECORD_OUTCOMES, "completed"
-        )
-        yield from self.text_field("summary", "Summary (what the worker reported)", "e.g. tests written, build green")
-        yield from self.text_field("exit_code", "Exit code (optional)", "e.g. 0")
-        yield from self.backend_fields()
-
-
-class ReconcileDialog(ActionDialog):
-    """reconcile: outcome, observation, ownerStopped (ticked by the operator), retrySafe."""
-
-    def compose_fields(self) -> ComposeResult:
-        yield from self.radio_field(
-            "outcome", "What actually happened (your observation)", operations.RECONCILE_OUTCOMES, "failed"
-        )
-        yield from self.text_field("summary", "Observation (what you checked)", "e.g. worker pid 123 gone, no output")
-        yield Checkbox("I checked: the owner (worker/verifier) has stopped", value=False, id="owner_stopped")
-        yield Checkbox("Retry-safe: redoing this work is harmless", value=False, id="retry_safe")
-        yield from self.backend_fields()
-
-
-class CancelDialog(ActionDialog):
-    """cancel: a reason and the task id typed as confirmation."""
-
-    def compose_fields(self) -> ComposeResult:
-        yield from self.text_field("reason", "Reason", "why this attempt must stop")
-        yield from self.text_field("typed", f"Type the task id ({self.preview.confirm_text}) to confirm", "")
-        yield from self.backend_fields()
-
-
-class RecoverLockDialog(ActionDialog):
-    """recover-lock: a note, ownerStopped, and the fingerprint's first 8 characters typed."""
-
-    def compose_fields(self) -> ComposeResult:
-        yield from self.text_field("note", "Note (what you checked)", "e.g. pid 4242 is gone after a reboot")
-        yield Checkbox("I checked: the lock owner process has stopped", value=False, id="owner_stopped")
-        yield from self.text_field(
-            "typed",
-            f"Type the first {operations.FINGERPRINT_CHARS} characters of the fingerprint "
-            f"({self.preview.confirm_text}) to confirm",
-        )
-
-
-DIALOGS: dict[str, type[ActionDialog]] = {
-    "start": IdentityDialog,
-    "retry": IdentityDialog,
-    "record": RecordDialog,
-    "reconcile": ReconcileDialog,
-    "cancel": CancelDialog,
-    "verify": ConfirmDialog,
-    "accept": ConfirmDialog,
-    "launch": ConfirmDialog,
-    "collect": ConfirmDialog,
-    "recover-lock": RecoverLockDialog,
-    "create": ConfirmDialog,
-}
-
-
 def dialog_for(preview: Preview, display: Display | None = None) -> ActionDialog:
-    return DIALOGS[preview.action](preview, display)
+    return ActionDialog(preview, display)

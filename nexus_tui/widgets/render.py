@@ -6,43 +6,75 @@ Every value that comes from a run file (notes, summaries, check output, ids) goe
 
 from __future__ import annotations
 
+import functools
 import os
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
+from textual.theme import BUILTIN_THEMES
 
 from nexus_core.terminal import terminal_safe
-from nexus_core.timeutil import parse_iso_ms
+from nexus_core.timeutil import age_text, duration_text, parse_iso_ms
 from nexus_core.words import json_word
 
-from .model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow, age_text, duration_text
+from ..logic.model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow
+
+# Colours are theme variables ("$success", "$error", ...): themed() resolves them with the
+# variables of the app's current theme, so the theme picker (t) recolours every state.
+_PALETTE: dict[str, str] = BUILTIN_THEMES["textual-dark"].to_color_system().generate()
+
+
+def use_theme_variables(variables: dict[str, str]) -> None:
+    """Resolve colours with these CSS variables from now on (the app calls it on a theme change)."""
+    global _PALETTE
+    _PALETTE = dict(variables)
+    _themed.cache_clear()
+
+
+@functools.lru_cache(maxsize=256)
+def _themed(spec: str) -> str:
+    return " ".join(_PALETTE.get(word[1:], "") if word.startswith("$") else word for word in spec.split())
+
+
+def themed(spec: str) -> str:
+    """A Rich style with its "$variable" colours taken from the current theme."""
+    return _themed(spec) if "$" in spec else spec
+
+
+def state_style(state: str, default: str = "") -> str:
+    return themed(STATE_STYLE.get(state, default))
+
+
+def value_style(value: str, default: str = "") -> str:
+    return themed(VALUE_STYLE.get(value, default))
+
 
 STATE_STYLE = {
-    "accepted": "bold green",
-    "to accept": "cyan",
-    "to verify": "blue",
-    "verifying": "yellow",
-    "running": "yellow",
-    "cancelling": "magenta",
-    "blocked": "bold red",
-    "ambiguous": "bold magenta",
-    "failed": "red",
-    "cancelled": "red",
-    "rejected": "bold red",
+    "accepted": "bold $success",
+    "to accept": "$primary-lighten-2",
+    "to verify": "$primary",
+    "verifying": "$warning",
+    "running": "$warning",
+    "cancelling": "$accent",
+    "blocked": "bold $error",
+    "ambiguous": "bold $accent",
+    "failed": "$error",
+    "cancelled": "$error",
+    "rejected": "bold $error",
     NOT_STARTED: "dim",
 }
 VALUE_STYLE = {
-    "passed": "green",
-    "completed": "green",
-    "accepted": "bold green",
-    "failed": "red",
-    "rejected": "bold red",
-    "ambiguous": "magenta",
-    "running": "yellow",
-    "blocked": "bold red",
-    "cancelled": "red",
+    "passed": "$success",
+    "completed": "$success",
+    "accepted": "bold $success",
+    "failed": "$error",
+    "rejected": "bold $error",
+    "ambiguous": "$accent",
+    "running": "$warning",
+    "blocked": "bold $error",
+    "cancelled": "$error",
     "pending": "dim",
     NOT_STARTED: "dim",
 }
@@ -76,11 +108,11 @@ def plain(value: object, style: str = "", *, one_line: bool = False) -> Text:
 
 
 def value_cell(value: str) -> Text:
-    return plain(value, VALUE_STYLE.get(value, ""))
+    return plain(value, value_style(value, ""))
 
 
 def flag_cell(on: bool, word: str) -> Text:
-    return Text(word, style="bold red") if on else Text("—", style="dim")
+    return Text(word, style=themed("bold $error")) if on else Text("—", style="dim")
 
 
 def progress_cell(view: RunView, width: int = 8) -> Text:
@@ -96,10 +128,10 @@ def progress_cell(view: RunView, width: int = 8) -> Text:
         cells = min(cells, width - used)
         if cells <= 0 and count:
             continue
-        bar.append("█" * cells, style=STATE_STYLE.get(state, "") if state != NOT_STARTED else "grey35")
+        bar.append("█" * cells, style=state_style(state, "") if state != NOT_STARTED else themed("$panel"))
         used += cells
     if used < width:
-        bar.append("░" * (width - used), style="grey35")
+        bar.append("░" * (width - used), style=themed("$panel"))
     bar.append(f" {view.count('accepted')}/{total}")
     return bar
 
@@ -109,19 +141,19 @@ def states_cell(view: RunView) -> Text:
     for state, count in view.counts:
         if text:
             text.append(" ")
-        text.append(f"{GLYPH.get(state, '')}{count}", style=STATE_STYLE.get(state, ""))
+        text.append(f"{GLYPH.get(state, '')}{count}", style=state_style(state, ""))
     return text
 
 
 def lock_badge(snapshot: ProjectSnapshot) -> Text:
     if snapshot.recovery_lock.present:
-        return Text("recovery", style="bold magenta")
+        return Text("recovery", style=themed("bold $accent"))
     lock = snapshot.writer_lock
     if not lock.present:
         return Text("—", style="dim")
     if lock.alive is False:
-        return Text("dead", style="bold red")
-    return Text("held", style="yellow")
+        return Text("dead", style=themed("bold $error"))
+    return Text("held", style=themed("$warning"))
 
 
 def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int) -> dict[str, Text]:
@@ -130,10 +162,12 @@ def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int) -> dict[str, T
         "run": run_label,
         "progress": progress_cell(view),
         "states": states_cell(view),
-        "stale": Text(str(view.stale), style="bold red") if view.stale else Text("0", style="dim"),
-        "overdue": Text(str(view.overdue), style="bold red") if view.overdue else Text("0", style="dim"),
+        "stale": Text(str(view.stale), style=themed("bold $error")) if view.stale else Text("0", style="dim"),
+        "overdue": Text(str(view.overdue), style=themed("bold $error")) if view.overdue else Text("0", style="dim"),
         "lock": lock_badge(snapshot),
-        "load": Text("⚠ " + view.error, style="bold red") if view.error else Text("ok", style="green"),
+        "load": Text("⚠ " + view.error, style=themed("bold $error"))
+        if view.error
+        else Text("ok", style=themed("$success")),
         "updated": Text(age_text(view.updated_at, now).removesuffix(" ago"), style="dim"),
     }
 
@@ -163,7 +197,7 @@ TASK_COLUMNS = (
 
 
 def task_cells(row: TaskRow, now: int) -> dict[str, Text]:
-    task = Text(GLYPH.get(row.state, " ") + " ", style=STATE_STYLE.get(row.state, ""))
+    task = Text(GLYPH.get(row.state, " ") + " ", style=state_style(row.state, ""))
     task.append(plain(row.task_id, "bold" if row.state not in (NOT_STARTED,) else ""))
     return {
         "task": task,
@@ -173,7 +207,7 @@ def task_cells(row: TaskRow, now: int) -> dict[str, Text]:
         "acceptance": value_cell(row.acceptance),
         "attempts": Text(
             f"{row.attempts_used}/{row.max_attempts}",
-            style="bold red" if row.max_attempts and row.attempts_used >= row.max_attempts else "",
+            style=themed("bold $error") if row.max_attempts and row.attempts_used >= row.max_attempts else "",
         ),
         "stale": flag_cell(row.stale, "STALE"),
         "overdue": flag_cell(row.overdue, "OVERDUE"),
@@ -234,9 +268,12 @@ def run_header(view: RunView, snapshot: ProjectSnapshot, now: int, display: Any 
     text.append(plain(view.run_id, "bold"))
     text.append("\n")
     if view.error:
-        text.append("⚠ state file failed to load: ", style="bold red")
-        text.append(plain(view.error, "red"))
-        text.append("\n  showing the last good view; nothing was repaired.\n" if view.inspection else "\n", style="red")
+        text.append("⚠ state file failed to load: ", style=themed("bold $error"))
+        text.append(plain(view.error, themed("$error")))
+        text.append(
+            "\n  showing the last good view; nothing was repaired.\n" if view.inspection else "\n",
+            style=themed("$error"),
+        )
     if view.loading or (view.inspection is None and not view.error):
         text.append("loading…\n", style="dim italic")
     if view.inspection:
@@ -273,14 +310,14 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
     row = next((r for r in view.rows if r.task_id == task_id), None)
     header = Text()
     state = row.state if row else "?"
-    header.append(f"{GLYPH.get(state, '')} ", style=STATE_STYLE.get(state, ""))
+    header.append(f"{GLYPH.get(state, '')} ", style=state_style(state, ""))
     header.append(plain(task_id, "bold"))
-    header.append(f"  {state}", style=STATE_STYLE.get(state, ""))
+    header.append(f"  {state}", style=state_style(state, ""))
     header.append("\n")
     if view.error:
-        header.append("⚠ state file failed to load: ", style="bold red")
-        header.append(plain(view.error, "red"))
-        header.append("\n  (last good view shown)\n", style="red")
+        header.append("⚠ state file failed to load: ", style=themed("bold $error"))
+        header.append(plain(view.error, themed("$error")))
+        header.append("\n  (last good view shown)\n", style=themed("$error"))
     header.append(plain(definition.get("objective", ""), "italic"))
     header.append("\n")
     _line(header, "depends on", ", ".join(definition.get("dependsOn") or []) or "—")
@@ -294,16 +331,18 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
     if task.get("acceptedAt"):
         _line(header, "accepted at", _when(task["acceptedAt"], now))
     if observation.get("stale"):
-        header.append("STALE ", style="bold red")
-        header.append(plain(observation.get("staleReason"), "red"))
+        header.append("STALE ", style=themed("bold $error"))
+        header.append(plain(observation.get("staleReason"), themed("$error")))
         header.append("\n")
     if observation.get("overdue"):
-        header.append("OVERDUE ", style="bold red")
+        header.append("OVERDUE ", style=themed("bold $error"))
         attempt = task["attempts"][-1] if task["attempts"] else {}
-        header.append(plain(f"deadline {attempt.get('deadline')} ({age_text(attempt.get('deadline'), now)})", "red"))
+        header.append(
+            plain(f"deadline {attempt.get('deadline')} ({age_text(attempt.get('deadline'), now)})", themed("$error"))
+        )
         header.append("\n")
     if observation and not observation.get("resourcesCurrent", True):
-        header.append("resources changed since create\n", style="red")
+        header.append("resources changed since create\n", style=themed("$error"))
     process = observation.get("process")
     if process:
         beat = Text()
@@ -311,14 +350,14 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
         beat.append(" · heartbeat ")
         beat.append(_when(process.get("lastHeartbeat"), now))
         if process.get("heartbeatStale") and process.get("status") != "finished":
-            beat.append(" STALE", style="bold red")
+            beat.append(" STALE", style=themed("bold $error"))
         if process.get("childPid") is not None:
             beat.append(plain(f" · child pid {process['childPid']}"))
         if process.get("receiptReady"):
-            beat.append(" · receipt ready to collect", style="bold cyan")
+            beat.append(" · receipt ready to collect", style=themed("bold $primary-lighten-2"))
         _line(header, "process", beat)
-    header.append("hint ", style="bold cyan")
-    header.append(plain(observation.get("hint", ""), "cyan"))
+    header.append("hint ", style=themed("bold $primary-lighten-2"))
+    header.append(plain(observation.get("hint", ""), themed("$primary-lighten-2")))
     header.append("\n")
 
     nodes = [attempt_node(attempt, index, len(task["attempts"]), now) for index, attempt in enumerate(task["attempts"])]
@@ -374,14 +413,14 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
     cancellation = attempt.get("cancellation") or {}
     if cancellation.get("status") not in (None, "none"):
         label_text = Text("cancellation ", style="bold dim")
-        label_text.append(plain(cancellation.get("status"), "magenta"))
+        label_text.append(plain(cancellation.get("status"), themed("$accent")))
         cancel_node = node.add(label_text, expand=True)
         for key in ("requestedAt", "reason", "termination", "reconciledAt", "resolvedOutcome"):
             if key in cancellation:
                 field_node = cancel_node.add(Text(key, style="dim"), expand=True)
                 _wrapped(field_node, cancellation[key])
     if attempt.get("blockedRequest"):
-        node.add(Text("blocked request ", style="bold red") + plain(attempt["blockedRequest"]))
+        node.add(Text("blocked request ", style=themed("bold $error")) + plain(attempt["blockedRequest"]))
     process = attempt.get("process")
     if isinstance(process, dict):
         proc_label = Text("process ", style="bold dim")
@@ -418,13 +457,13 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
             line = plain(receipt.get("id"), "bold")
             line.append(plain(f" exit {json_word(receipt.get('exitCode'))}"))
             if receipt.get("timedOut"):
-                line.append(" TIMED OUT", style="bold red")
+                line.append(" TIMED OUT", style=themed("bold $error"))
             check = ver.add(line, expand=True)
             first = next((s for s in (receipt.get("error"), receipt.get("stderr"), receipt.get("stdout")) if s), None)
             if isinstance(first, str):
                 _wrapped(check, first.strip().split("\n")[0])
         if verification.get("problem"):
-            _wrapped(ver, verification["problem"], "red")
+            _wrapped(ver, verification["problem"], themed("$error"))
     node.add(Text("verification rounds ", style="bold dim") + plain(attempt.get("verificationRounds")))
     return node
 
@@ -467,25 +506,28 @@ def verification_text(attempt: dict[str, Any], now: int) -> Text:
         owner = verification.get("owner") or {}
         _line(text, "verifier", f"pid {owner.get('pid')}@{owner.get('hostname')}")
     if verification.get("problem"):
-        text.append("problem ", style="bold red")
-        text.append(plain(verification["problem"], "red"))
+        text.append("problem ", style=themed("bold $error"))
+        text.append(plain(verification["problem"], themed("$error")))
         text.append("\n")
     checks = verification.get("checks") or []
     if not checks:
         text.append("no check receipts\n", style="dim")
     for receipt in checks:
-        text.append("● ", style="green" if receipt.get("exitCode") == 0 and not receipt.get("error") else "red")
+        text.append(
+            "● ",
+            style=themed("$success") if receipt.get("exitCode") == 0 and not receipt.get("error") else themed("$error"),
+        )
         text.append(plain(receipt.get("id"), "bold"))
         text.append(plain(f"  exit {json_word(receipt.get('exitCode'))}"))
         if receipt.get("timedOut"):
-            text.append("  TIMED OUT", style="bold red")
+            text.append("  TIMED OUT", style=themed("bold $error"))
         else:
             text.append("  timed out: no", style="dim")
         started, ended = parse_iso_ms(receipt.get("startedAt")), parse_iso_ms(receipt.get("endedAt"))
         if started is not None and ended is not None:
             text.append(f"  {_ms(ended - started)}", style="dim")
         if receipt.get("signal"):
-            text.append(plain(f"  signal {receipt['signal']}", "red"))
+            text.append(plain(f"  signal {receipt['signal']}", themed("$error")))
         text.append("  ")
         text.append(plain(receipt.get("evidenceClass"), "dim"))
         text.append("\n")
@@ -495,8 +537,8 @@ def verification_text(attempt: dict[str, Any], now: int) -> Text:
             text.append(plain(" ".join([command, *map(str, receipt.get("args") or [])]), "dim"))
             text.append("\n")
         if receipt.get("error"):
-            text.append("  error ", style="red")
-            text.append(plain(receipt["error"], "red"))
+            text.append("  error ", style=themed("$error"))
+            text.append(plain(receipt["error"], themed("$error")))
             text.append("\n")
         for stream in ("stdout", "stderr"):
             excerpt = _excerpt(receipt.get(stream))
@@ -523,24 +565,24 @@ def _ms(ms: int) -> str:
 def lock_text(lock: LockView, now: int) -> Text:
     text = Text(f"{lock.name} ", style="bold")
     if not lock.present:
-        text.append("free", style="green")
+        text.append("free", style=themed("$success"))
         return text
-    text.append("HELD", style="bold yellow" if lock.alive is not False else "bold red")
+    text.append("HELD", style=themed("bold $warning") if lock.alive is not False else themed("bold $error"))
     if lock.fingerprint:
-        text.append(plain(f" {lock.fingerprint[:12]}", "cyan"))
+        text.append(plain(f" {lock.fingerprint[:12]}", themed("$primary-lighten-2")))
     if lock.unreadable:
-        text.append(" (owner unreadable)", style="red")
+        text.append(" (owner unreadable)", style=themed("$error"))
     else:
         text.append(plain(f" pid {lock.pid}@{lock.host}"))
         text.append(f" {age_text(lock.created_at, now)}", style="dim")
         if lock.alive is True:
-            text.append(" owner alive", style="yellow")
+            text.append(" owner alive", style=themed("$warning"))
         elif lock.alive is False:
-            text.append(" owner DEAD on this host: recover-lock", style="bold red")
+            text.append(" owner DEAD on this host: recover-lock", style=themed("bold $error"))
         else:
-            text.append(" owner on another host (liveness unknown)", style="magenta")
+            text.append(" owner on another host (liveness unknown)", style=themed("$accent"))
     if lock.unsafe:
-        text.append(plain(f" UNSAFE: {lock.unsafe}", "bold red"))
+        text.append(plain(f" UNSAFE: {lock.unsafe}", themed("bold $error")))
     return text
 
 
@@ -558,24 +600,24 @@ def status_text(
         text.append("  loading…", style="dim")
         return text
     if snapshot.error:
-        text.append("  ⚠ ", style="bold red")
-        text.append(plain(snapshot.error, "red"))
+        text.append("  ⚠ ", style=themed("bold $error"))
+        text.append(plain(snapshot.error, themed("$error")))
     text.append("  │  ")
     text.append(lock_text(snapshot.writer_lock, now))
     text.append("  │  ")
     text.append(lock_text(snapshot.recovery_lock, now))
     if snapshot.stray_temp_files:
-        text.append(f"  │  {snapshot.stray_temp_files} stray temp file(s)", style="yellow")
+        text.append(f"  │  {snapshot.stray_temp_files} stray temp file(s)", style=themed("$warning"))
     text.append("\n")
     seconds = max(0, now - snapshot.scanned_at_ms) // 1000
     text.append(f"updated {seconds} s ago", style="dim")
     text.append("  │  ")
     if following:
-        text.append("● following", style="green")
+        text.append("● following", style=themed("$success"))
     else:
-        text.append("❚❚ paused", style="bold yellow")
+        text.append("❚❚ paused", style=themed("bold $warning"))
         if pending:
-            text.append(" (changes waiting)", style="yellow")
+            text.append(" (changes waiting)", style=themed("$warning"))
     text.append("  │  ")
     text.append("read-only: watching writes nothing" if read_only else "actions enabled (each asks first)", style="dim")
     return text

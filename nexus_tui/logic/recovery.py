@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexus_core import canonical
-from nexus_core.errors import NexusError
-from nexus_core.hostinfo import hostname, pid_alive
+from nexus_core.errors import NexusError, message_of
+from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.observe import inspect_loaded
 from nexus_core.paths import root_of
@@ -110,22 +110,8 @@ class Situation:
 # ----------------------------------------------------------------- liveness
 
 
-def _same_host_pid(host: object, process_id: object) -> int | None:
-    if host != hostname() or isinstance(process_id, bool) or not isinstance(process_id, int) or process_id < 1:
-        return None
-    return process_id
-
-
-def liveness(host: object, process_id: object) -> str:
-    """'alive', 'dead' or 'unknown' (another host, or no usable pid)."""
-    local = _same_host_pid(host, process_id)
-    if local is None:
-        return "unknown"
-    return "alive" if pid_alive(local) else "dead"
-
-
 def _liveness_words(host: object, process_id: object) -> str:
-    state = liveness(host, process_id)
+    state = owner_liveness(host, process_id)
     if state == "alive":
         return f"pid {process_id} on {host} is alive"
     if state == "dead":
@@ -330,7 +316,7 @@ def lock_situations(root: str) -> list[Situation]:
     writer = lock_snapshot(root, WRITER_LOCK)
     if writer is not None:
         owner: dict[str, Any] = writer["owner"] if isinstance(writer.get("owner"), dict) else {}
-        state = liveness(owner.get("hostname"), owner.get("pid"))
+        state = owner_liveness(owner.get("hostname"), owner.get("pid"))
         known = [
             f"writer.lock fingerprint {writer['hash'][:12]} (type its first 8 characters to recover).",
             f"Owner: {_liveness_words(owner.get('hostname'), owner.get('pid'))}; "
@@ -371,7 +357,7 @@ def lock_situations(root: str) -> list[Situation]:
     recovery = lock_snapshot(root, RECOVERY_LOCK)
     if recovery is not None:
         owner = recovery["owner"] if isinstance(recovery.get("owner"), dict) else {}
-        state = liveness(owner.get("hostname"), owner.get("pid"))
+        state = owner_liveness(owner.get("hostname"), owner.get("pid"))
         if state != "alive":
             path = os.path.join(root, RECOVERY_LOCK)
             found.append(
@@ -415,7 +401,7 @@ def lock_situations(root: str) -> list[Situation]:
 
 
 def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Situation:
-    message = error.message if isinstance(error, NexusError) else str(error)
+    message = message_of(error)
     advice = fresh_run(root, run_id)
     known = [f"Loading run {run_id} fails: {message}", "Nothing was repaired; the file is left exactly as it is."]
     if advice.plan is None:
@@ -598,7 +584,7 @@ def _task_situations(
 
     if verification["status"] == "running":
         owner = verification.get("owner") or {}
-        state = liveness(owner.get("hostname"), owner.get("pid"))
+        state = owner_liveness(owner.get("hostname"), owner.get("pid"))
         if state != "alive":
             add(
                 "verification-orphaned",
@@ -622,7 +608,7 @@ def _task_situations(
 
     supervisor_state = None
     if process is not None and process.get("status") in ("starting", "running"):
-        supervisor_state = liveness(backend.get("hostname"), backend.get("ownerPid"))
+        supervisor_state = owner_liveness(backend.get("hostname"), backend.get("ownerPid"))
         if observation.get("process", {}).get("heartbeatStale") and supervisor_state != "alive":
             child = process.get("childPid")
             add(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from nexus_core import canonical, engine, timeutil
+from nexus_core import canonical, engine, process, timeutil
 from nexus_core.hostinfo import hostname as this_hostname
 from nexus_core.locks import WRITER_LOCK
 from nexus_core.store import load_run, make_dirs
@@ -292,10 +292,10 @@ def _process_available() -> bool:
 def _add_process_task(driver: _Driver) -> str | None:
     """Launch, collect and verify the process task; returns why it could not, or None."""
     try:
-        engine.launch_task(driver.root, driver.run_id, "bench", {})
+        process.launch_task(driver.root, driver.run_id, "bench", {})
         run = load_run(driver.root, driver.run_id)
         attempt = engine.task_of(run, "bench")["attempts"][-1]
-        engine.collect_task(
+        process.collect_task(
             driver.root,
             driver.run_id,
             "bench",

@@ -15,16 +15,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 from nexus_core.words import json_word
 
-from . import operations
-from .dialogs import DIALOG_CSS, Display
-from .operations import ActionLog, Preview
-from .render import plain
+from ..logic import operations
+from ..logic.operations import ActionLog, Preview
+from ..widgets.render import plain
+from .base import NexusDialog
+from .dialogs import Display
 
 
 def elapsed_text(seconds: float) -> str:
@@ -35,20 +36,17 @@ def elapsed_text(seconds: float) -> str:
     return f"{minutes} min {rest:02d} s"
 
 
-class ProgressScreen(ModalScreen[dict[str, Any] | None]):
+class ProgressScreen(NexusDialog[dict[str, Any] | None]):
     """Runs one long action (verify or launch) and shows its progress until it ends."""
 
-    DEFAULT_CSS = (
-        DIALOG_CSS
-        + """
-    #progress-step { text-style: bold; }
-    #progress-command { color: $text-muted; }
-    #progress-events { height: auto; max-height: 16; margin-top: 1; }
-    #progress-result { margin-top: 1; height: auto; }
-    #progress-result.failed { color: $error; }
-    #progress-result.passed { color: $success; }
+    DEFAULT_CSS = """
+    ProgressScreen #progress-step { text-style: bold; }
+    ProgressScreen #progress-command { color: $text-muted; }
+    ProgressScreen #progress-events { height: auto; max-height: 16; margin-top: 1; }
+    ProgressScreen #progress-result { margin-top: 1; height: auto; }
+    ProgressScreen #progress-result.failed { color: $error; }
+    ProgressScreen #progress-result.passed { color: $success; }
     """
-    )
     BINDINGS: ClassVar[list[Any]] = [Binding("escape", "close", "Close", show=False)]
 
     class Progress(Message):
@@ -120,7 +118,7 @@ class ProgressScreen(ModalScreen[dict[str, Any] | None]):
                 should_stop=self.stop_requested.is_set,
             )
         except Exception as error:  # every failure becomes a message; the app never crashes
-            self.post_message(self.Finished(None, operations.error_text(error)))
+            self.post_message(self.Finished(None, message_of(error)))
             return
         self.post_message(self.Finished(result, None))
 

@@ -1,0 +1,104 @@
+"""The one table of mutating actions (SPEC 8): each name with the core function it calls and the
+input it takes. The CLI's dispatch and the dashboard both call the core through :data:`MUTATIONS`,
+so an action's entry point is written once. The process backend's launch and collect are
+reached from here, never through the engine (which would import the process module back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from . import engine, locks, process
+from .paths import root_of
+
+Progress = Callable[[dict[str, Any]], None]
+StopAsked = Callable[[], bool]
+# What the action reads from the command line: --input (required or optional), --plan, nothing.
+Takes = Literal["input", "optional-input", "plan", "nothing"]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    takes: Takes
+    per_task: bool  # RUN TASK positionals (else the project: create, recover-lock)
+    long: bool  # accepts progress and should_stop hooks (live progress, Stop)
+    call: Callable[..., dict[str, Any]]
+
+
+def _task(function: Callable[[str, str, str, Any], Any]) -> Callable[..., dict[str, Any]]:
+    def call(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> dict[str, Any]:
+        return function(directory, run_id, task_id, options)  # type: ignore[no-any-return]
+
+    return call
+
+
+def _verify(
+    directory: str,
+    run_id: str,
+    task_id: str,
+    options: Any,
+    progress: Progress | None = None,
+    should_stop: StopAsked | None = None,
+) -> dict[str, Any]:
+    return engine.verify_task(directory, run_id, task_id, progress=progress, should_stop=should_stop)
+
+
+def _accept(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> dict[str, Any]:
+    return engine.accept_task(directory, run_id, task_id)
+
+
+def _launch(
+    directory: str,
+    run_id: str,
+    task_id: str,
+    options: Any,
+    progress: Progress | None = None,
+    should_stop: StopAsked | None = None,
+) -> dict[str, Any]:
+    return process.launch_task(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
+
+
+def _create(directory: str, run_id: str | None, task_id: str | None, plan: Any, **_: Any) -> dict[str, Any]:
+    return engine.create_run(directory, plan)
+
+
+def _recover_lock(directory: str, run_id: str | None, task_id: str | None, options: Any, **_: Any) -> dict[str, Any]:
+    return locks.recover_lock(root_of(directory), options)
+
+
+MUTATIONS: dict[str, Mutation] = {
+    mutation.name: mutation
+    for mutation in (
+        Mutation("start", "input", True, False, _task(engine.start_task)),
+        Mutation("launch", "optional-input", True, True, _launch),
+        Mutation("collect", "input", True, False, _task(process.collect_task)),
+        Mutation("record", "input", True, False, _task(engine.record_attempt)),
+        Mutation("reconcile", "input", True, False, _task(engine.reconcile_attempt)),
+        Mutation("verify", "nothing", True, True, _verify),
+        Mutation("retry", "input", True, False, _task(engine.retry_task)),
+        Mutation("cancel", "input", True, False, _task(engine.cancel_task)),
+        Mutation("accept", "nothing", True, False, _accept),
+        Mutation("create", "plan", False, False, _create),
+        Mutation("recover-lock", "input", False, False, _recover_lock),
+    )
+}
+
+
+def call(
+    name: str,
+    directory: str,
+    run_id: str | None,
+    task_id: str | None,
+    options: Any,
+    *,
+    progress: Progress | None = None,
+    should_stop: StopAsked | None = None,
+) -> dict[str, Any]:
+    """Run mutation ``name``; the long ones get the progress and stop hooks."""
+    mutation = MUTATIONS[name]
+    if mutation.long:
+        return mutation.call(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
+    return mutation.call(directory, run_id, task_id, options)

@@ -1,0 +1,65 @@
+"""The evidence actions: verify (run the checks, live progress, Stop) and accept (final)."""
+
+from __future__ import annotations
+
+from nexus_core.shapes import Attempt
+
+from .base import OnAttempt, Preview, TaskContext, short
+
+
+class Verify(OnAttempt):
+    name = "verify"
+    keys = "v"
+    label = "Verify"
+    help = "Run the task's checks on the current artifacts, with live progress and Stop."
+    footer = True
+    confirm_label = "Verify"
+    long = True
+    compared = ("attempt_id", "execution", "verification_id", "verification_status", "cancellation", "integration")
+
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
+        if attempt["execution"] != "completed" or attempt["cancellation"].get("status") == "requested":
+            return "Verification needs a completed, reconciled attempt."
+        if attempt["verification"]["status"] != "pending":
+            return "This attempt already has a verification."
+        if attempt["verificationRounds"] >= context.definition["maxAttempts"]:
+            return "The verification restart limit is reached."
+        return None
+
+    def describe_task(self, preview: Preview, context: TaskContext) -> None:
+        checks = context.definition["checks"]
+        preview.title = f"Verify {context.task['id']}"
+        preview.changes = [
+            f"Runs the {len(checks)} configured check(s) of {context.where} on attempt {context.short_attempt}, "
+            "one by one, outside the lock, and records each receipt:",
+            *[f"  {c['id']}: {' '.join([c['command'], *c['args']])}" for c in checks],
+            "The verification ends passed, failed (acceptance becomes 'rejected') or ambiguous (if stopped).",
+        ]
+        preview.cautions = ["Checks run real commands in the project with a minimal environment."]
+
+
+class Accept(OnAttempt):
+    name = "accept"
+    keys = "A"
+    label = "Accept"
+    help = "Accept the task on its current passed evidence (final; re-hashed first)."
+    footer = True
+    confirm_label = "Accept"
+    destructive = True
+    compared = ("attempt_id", "verification_id", "verification_status", "integration")
+
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
+        if attempt["verification"]["status"] != "passed":
+            return "Accept needs a passed verification."
+        return None
+
+    def describe_task(self, preview: Preview, context: TaskContext) -> None:
+        attempt = context.attempt
+        assert attempt is not None
+        preview.title = f"Accept {context.task['id']}"
+        preview.changes = [
+            f"Marks {context.where} accepted, citing attempt {context.short_attempt} and its passed verification "
+            f"{short(attempt['verification'].get('id'))}.",
+            "The core first re-hashes the scope, the artifacts and the protected resources: stale evidence is refused.",
+        ]
+        preview.cautions = ["Acceptance is final: nothing can un-accept a task. No git operation is performed."]

@@ -1,0 +1,123 @@
+"""The process backend's actions: launch the task's execution contract and supervise it (live
+progress, Stop), collect the owned receipt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nexus_core.process import receipt_file_status
+from nexus_core.shapes import Attempt, Run
+from nexus_core.words import json_word
+
+from .base import (
+    BackendIdentity,
+    NewAttempt,
+    OnAttempt,
+    Preview,
+    TaskContext,
+    as_json,
+    bound_to_attempt,
+    process_identity,
+)
+
+
+class Launch(NewAttempt):
+    name = "launch"
+    keys = "l"
+    label = "Launch"
+    help = "Launch the task's execution contract and supervise it, with live progress and Stop."
+    confirm_label = "Launch"
+    long = True
+    compared = ("attempt_id", "attempt_count", "execution", "verification_status", "cancellation", "integration")
+
+    def contract_refusal(self, executable: bool) -> str | None:
+        return None if executable else "This task has no execution contract: use start (or retry)."
+
+    def describe_task(self, preview: Preview, context: TaskContext) -> None:
+        retry = context.attempt is not None
+        number = len(context.task["attempts"]) + 1
+        definition = context.definition
+        execution = definition.get("execution") or {}
+        command = " ".join([str(execution.get("command")), *[str(a) for a in execution.get("args", [])]])
+        preview.title = f"Launch {context.task['id']}"
+        preview.defaults = {"retry": retry}
+        preview.changes = [
+            f"Creates attempt {number} of {definition['maxAttempts']} for {context.where}"
+            + (f" (a retry after {context.short_attempt})" if retry else "")
+            + " owned by this dashboard process, then runs its execution contract:",
+            f"  {command}",
+            "The process receipt is stored when it ends; collect then records its outcome.",
+        ]
+        preview.cautions = [
+            "The worker changes files in the task's write scope. Stop requests cancellation; "
+            "the child gets SIGTERM at the next poll."
+        ]
+
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
+        return {"retry": bool(preview.defaults.get("retry"))}
+
+    def result_words(self, preview: Preview, result: dict[str, Any]) -> str:
+        words = super().result_words(preview, result)
+        task = next((t for t in result.get("tasks", []) if t["id"] == preview.task_id), None)
+        attempt = task["attempts"][-1] if task and task["attempts"] else None
+        receipt = ((attempt or {}).get("process") or {}).get("receipt")
+        if isinstance(receipt, dict):
+            words += f"; receipt outcome={receipt.get('outcome')}"
+        return words
+
+
+class Collect(OnAttempt):
+    name = "collect"
+    keys = "C"
+    label = "Collect"
+    help = "Collect the owned process receipt of the latest attempt."
+    confirm_label = "Collect"
+    compared = ("attempt_id", "execution", "receipt_hash", "cancellation", "integration")
+    fields = (BackendIdentity(),)
+
+    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
+        process = attempt.get("process") or {}
+        if attempt["backend"].get("kind") != "process":
+            return "Only process attempts have a receipt to collect."
+        # A receipt kept beside the state (the launch could not store it) counts as ready.
+        kept = _kept_receipt(context, attempt)
+        if kept is None and (process.get("status") != "finished" or process.get("receipt") is None):
+            return "The process receipt is not ready."
+        if process.get("collectedAt"):
+            return "This receipt was already collected."
+        return None
+
+    def describe_task(self, preview: Preview, context: TaskContext) -> None:
+        attempt = context.attempt
+        assert attempt is not None
+        preview.backend = process_identity(attempt["backend"])
+        receipt = (attempt.get("process") or {}).get("receipt") or {}
+        kept = receipt_file_status(preview.root, context.run["id"], as_json(attempt))
+        preview.title = f"Collect {context.task['id']}"
+        preview.changes = [
+            (
+                f"Stores the receipt kept in {kept} and records it on attempt {context.short_attempt} of "
+                f"{context.where}."
+                if kept
+                else f"Records the owned process receipt of attempt {context.short_attempt} of {context.where}: "
+                f"its execution becomes '{receipt.get('outcome')}' (exit code {json_word(receipt.get('exitCode'))})."
+            ),
+            "The receipt's scope snapshot becomes the attempt's result.",
+        ]
+        preview.cautions = ["A completed receipt is refused if the scope changed since the process ended."]
+
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
+        return bound_to_attempt(preview, values, run)
+
+
+def _kept_receipt(context: TaskContext, attempt: Attempt) -> str | None:
+    """The receipt file kept beside the state, if any. A dashboard selection carries the
+    scanner's inspection, whose observation already names it: no file is read for the footer
+    (on the UI thread); a freshly loaded run (a dialog's worker) is checked on disk."""
+    observations = context.run.get("observations")
+    if isinstance(observations, list):
+        observation = next((o for o in observations if o.get("taskId") == context.task["id"]), None) or {}
+        process = observation.get("process")
+        kept = process.get("recoverableReceipt") if isinstance(process, dict) else None
+        return kept if isinstance(kept, str) else None
+    return receipt_file_status(context.root, context.run["id"], as_json(attempt)) if context.root else None

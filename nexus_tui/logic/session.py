@@ -1,0 +1,75 @@
+"""One open project: the one object that owns its scanner, its scope index and watched paths,
+the snapshot on screen (and one held back while paused), the selection, the filter and the
+sort. The app holds a list of them; the project's widgets render from it. No widgets here."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+
+from nexus_core.store import BASE
+
+from .model import ProjectScanner, ProjectSnapshot, RunView, ScopeIndex
+
+Sort = tuple[str | None, bool]  # (column key or None, descending)
+
+
+@dataclass(eq=False)
+class ProjectSession:
+    index: int
+    directory: str
+    label: str
+    scanner: ProjectScanner
+    scope_index: ScopeIndex = field(default_factory=ScopeIndex)
+    scope_paths: tuple[str, ...] = ()  # the scopes the watcher watches
+    has_base: bool = False  # .bmad-plus/nexus existed at the last scan
+    snapshot: ProjectSnapshot | None = None  # what is on screen
+    pending: ProjectSnapshot | None = None  # the latest scan, held back while paused
+    loaded: bool = False
+    watch_stop: asyncio.Event | None = None  # set: the watcher restarts on new paths
+    run_id: str | None = None
+    task_id: str | None = None
+    filter_text: str = ""
+    run_sort: Sort = (None, False)
+    task_sort: Sort = (None, False)
+
+    def __repr__(self) -> str:  # short: worker descriptions name the session they watch
+        return f"ProjectSession({self.index}, {self.directory!r})"
+
+    @classmethod
+    def open(cls, index: int, directory: str, label: str) -> ProjectSession:
+        return cls(index, directory, label, ProjectScanner(directory))
+
+    def current_view(self) -> RunView | None:
+        return self.snapshot.run(self.run_id) if self.snapshot else None
+
+    def base_appeared(self, root: str | None) -> bool:
+        """Whether the state directory appeared since the last scan (the watcher must add it)."""
+        exists = bool(root) and os.path.isdir(os.path.join(root or "", BASE))
+        appeared = exists and not self.has_base
+        self.has_base = exists
+        return appeared
+
+    def watched_paths(self, max_scopes: int) -> list[str]:
+        """The state directory and, within the inotify budget, the scopes of the runs shown."""
+        root = self.snapshot.root if self.snapshot else None
+        paths = []
+        if root and os.path.isdir(os.path.join(root, BASE)):
+            paths.append(os.path.join(root, BASE))
+        # Each watched directory costs inotify watches; past a limit the periodic rescan (which
+        # re-inspects every run in turn) is what notices edits inside scopes.
+        if len(self.scope_paths) <= max_scopes:
+            paths.extend(self.scope_paths)
+        return paths
+
+    def runs_touched(self, root: str, changed: set[str]) -> set[str]:
+        """The runs whose scopes cover one of the changed absolute paths (a prefix index kept in
+        step with the runs, not a scan over every scope)."""
+        if self.snapshot is None or not root:
+            return set()
+        self.scope_index.update(self.snapshot.runs)
+        touched: set[str] = set()
+        for path in changed:
+            touched |= self.scope_index.runs_covering(os.path.relpath(path, root))
+        return touched

@@ -1,0 +1,73 @@
+"""Scan requests and their results: what the file watcher and the tick ask for (merged until
+the scanner thread takes them), and the message a scan posts back to the UI thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from textual.message import Message
+
+from .logic.model import ProjectSnapshot
+
+
+class ProjectScanned(Message):
+    """A scanner thread finished a pass over project ``index``."""
+
+    def __init__(
+        self, index: int, snapshot: ProjectSnapshot, scope_paths: tuple[str, ...], partial: bool = False
+    ) -> None:
+        super().__init__()
+        self.index = index
+        self.snapshot = snapshot
+        self.scope_paths = scope_paths
+        # A first load still going on: show what is there, keep the watcher as it is.
+        self.partial = partial
+
+
+class ScanRequests:
+    """Scan requests per project, merged until the scanner thread takes them (thread-safe)."""
+
+    def __init__(self, projects: int) -> None:
+        self._condition = threading.Condition()
+        self._everything = [False] * projects
+        self._retime = [False] * projects
+        self._runs: list[set[str] | None] = [None] * projects  # None: nothing asked
+        self._closed = False
+
+    def ask(self, index: int, everything: bool = False, runs: Iterable[str] = (), retime: bool = False) -> None:
+        with self._condition:
+            self._everything[index] |= everything
+            self._retime[index] |= retime or everything
+            self._runs[index] = (self._runs[index] or set()) | set(runs)
+            self._condition.notify()
+
+    def add(self) -> int:
+        """Room for one more project (``--discover`` finds projects while it runs); its index."""
+        with self._condition:
+            self._everything.append(False)
+            self._retime.append(False)
+            self._runs.append(None)
+            return len(self._runs) - 1
+
+    def take(self, timeout: float) -> list[tuple[int, bool, set[str], bool]]:
+        with self._condition:
+            if not self._closed and all(runs is None for runs in self._runs):
+                self._condition.wait(timeout)
+            if self._closed:
+                return []
+            taken = [
+                (i, self._everything[i], runs, self._retime[i]) for i, runs in enumerate(self._runs) if runs is not None
+            ]
+            for i, _, _, _ in taken:
+                self._everything[i], self._runs[i], self._retime[i] = False, None, False
+            return taken
+
+    def close(self) -> None:
+        with self._condition:
+            self._closed = True
+            self._condition.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

@@ -1,0 +1,1 @@
+"""The modal screens: action dialogs, live progress, guided recovery, help."""

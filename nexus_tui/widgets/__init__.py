@@ -1,0 +1,1 @@
+"""How a project looks on the main screen: the widgets and the Rich text they show."""

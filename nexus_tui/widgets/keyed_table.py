@@ -1,0 +1,82 @@
+"""A DataTable updated by row key, never cleared: rows that went are removed, new ones added,
+changed cells updated (re-measuring a column only when a cell got wider), the cursor kept on its
+key, and sorting done by the model's values per row key, never by rendered text. The runs list
+and the task table are two of them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+
+class KeyedTable(DataTable[Any]):
+    def __init__(
+        self, columns: Sequence[tuple[str, str]], *, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        self.column_keys = tuple(key for key, _ in columns)
+        self._columns_spec = tuple(columns)
+        # The cell objects the table holds, per row key (what sort() hands back).
+        self.cells: dict[str, dict[str, Text]] = {}
+
+    def on_mount(self) -> None:
+        for key, label in self._columns_spec:
+            self.add_column(label, key=key)
+
+    def drop_missing(self, wanted: Container[str]) -> list[str]:
+        """Remove the rows whose key is not wanted; returns their keys."""
+        gone = [key for key in self.cells if key not in wanted]
+        for key in gone:
+            self.remove_row(key)
+            del self.cells[key]
+        return gone
+
+    def put(self, key: str, cells: dict[str, Text]) -> bool:
+        """Show ``cells`` as row ``key``: add it (True) or update only its changed cells."""
+        old = self.cells.get(key)
+        if old is None:
+            self.add_row(*(cells[column] for column in self.column_keys), key=key)
+            self.cells[key] = dict(cells)
+            return True
+        for column, cell in cells.items():
+            if _changed(old[column], cell):
+                # Re-measure the column only when the new value is wider (measuring re-reads
+                # every row of the column: far too slow on each change of a 200-row table).
+                width = self.columns[column].content_width  # type: ignore[index]
+                self.update_cell(key, column, cell, update_width=cell.cell_len > width)
+                old[column] = cell
+        return False
+
+    def sort_rows(self, value_of: Callable[[str], Any], reverse: bool = False) -> None:
+        """Order the rows by ``value_of(row key)``."""
+        first = self.column_keys[0]
+        key_of = {id(row[first]): key for key, row in self.cells.items()}
+        self.sort(first, key=lambda cell: value_of(key_of[id(cell)]), reverse=reverse)
+
+    # -- the cursor, by key
+    def cursor_key(self) -> str | None:
+        return self.row_key_at(self.cursor_row) if self.row_count else None
+
+    def row_key_at(self, index: int) -> str | None:
+        if index < 0 or index >= self.row_count:
+            return None
+        row_key, _ = self.coordinate_to_cell_key((index, 0))  # type: ignore[arg-type]
+        return row_key.value
+
+    def restore_cursor(self, key: str | None) -> None:
+        if key is None or self.row_count == 0:
+            return
+        try:
+            index = self.get_row_index(key)
+        except Exception:
+            return
+        if self.cursor_row != index:
+            self.move_cursor(row=index, animate=False, scroll=True)
+
+
+def _changed(old: Text, new: Text) -> bool:
+    # Rich's Text equality ignores the base style: a theme change alters only that.
+    return old != new or old.style != new.style

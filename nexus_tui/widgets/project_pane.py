@@ -1,0 +1,337 @@
+"""One project on the main screen: runs list, task table, detail pane and status bar."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Input, Static, Tree
+
+from nexus_core.timeutil import now_ms
+
+from .. import actions
+from ..logic.model import ProjectSnapshot, RunView, TaskRow
+from ..logic.selection import Selection, parse_filter, row_matches
+from ..logic.session import ProjectSession
+from . import render
+from .keyed_table import KeyedTable
+from .task_detail import TaskDetail
+
+
+class StatusBar(Static):
+    pass
+
+
+class RunFocused(Message):
+    """The runs cursor moved to ``run_id`` in project ``index`` (its full inspection is wanted)."""
+
+    def __init__(self, index: int, run_id: str | None) -> None:
+        super().__init__()
+        self.index = index
+        self.run_id = run_id
+
+
+class ProjectPane(Vertical):
+    """One project: runs list, task table, detail pane and status bar."""
+
+    def __init__(self, session: ProjectSession, *, display_path: Callable[[str], str] | None = None) -> None:
+        super().__init__(id=f"project-{session.index}", classes="project")
+        self.session = session
+        self.display_path = display_path or (lambda path: path)
+        # Set by the app (they go down, never pulled up): live updates followed, actions disabled.
+        self.following = True
+        self.read_only = True
+        self._task_rows: dict[str, TaskRow] = {}
+        self._task_second = -1
+        self._run_views: dict[str, RunView] = {}
+        self._run_locks: tuple[Any, ...] | None = None
+        self._run_second = -1
+        self._selection: tuple[tuple[Any, ...], Selection] | None = None
+
+    # -- the session's facts, read by the tests and the app
+    @property
+    def index(self) -> int:
+        return self.session.index
+
+    @property
+    def snapshot(self) -> ProjectSnapshot | None:
+        return self.session.snapshot
+
+    @property
+    def run_id(self) -> str | None:
+        return self.session.run_id
+
+    @property
+    def task_id(self) -> str | None:
+        return self.session.task_id
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="main"):
+            with Vertical(classes="left"):
+                yield Static("Runs", classes="title", id=f"runs-title-{self.index}")
+                runs = KeyedTable(render.RUN_COLUMNS, id=f"runs-{self.index}", classes="runs")
+                runs.border_title = "Runs"
+                yield runs
+                yield Static("Tasks", classes="title", id=f"tasks-title-{self.index}")
+                filter_input = Input(
+                    placeholder="filter: state:stale  state:overdue  task:NAME  free text  (Enter keeps, Esc clears)",
+                    id=f"filter-{self.index}",
+                    classes="filter",
+                )
+                filter_input.display = False
+                yield filter_input
+                yield KeyedTable(render.TASK_COLUMNS, id=f"tasks-{self.index}", classes="tasks")
+            yield TaskDetail(self.index)
+        yield StatusBar(Text("loading…", style="dim"), classes="status", id=f"status-{self.index}")
+
+    # -- handy queries
+    @property
+    def runs(self) -> KeyedTable:
+        return self.query_one(f"#runs-{self.index}", KeyedTable)
+
+    @property
+    def tasks(self) -> KeyedTable:
+        return self.query_one(f"#tasks-{self.index}", KeyedTable)
+
+    @property
+    def attempts_tree(self) -> Tree[None]:
+        return self.query_one(TaskDetail).attempts_tree
+
+    @property
+    def filter_input(self) -> Input:
+        return self.query_one(f"#filter-{self.index}", Input)
+
+    def current_view(self) -> RunView | None:
+        return self.session.current_view()
+
+    def selection_key(self) -> tuple[Any, ...]:
+        """What the selection depends on: a new snapshot (every scan makes one), the cursor, the
+        filter (a task filtered out is not selected)."""
+        return (
+            id(self.session.snapshot),
+            self.session.run_id,
+            self.session.task_id,
+            self.session.task_id in self._task_rows,
+        )
+
+    def selection(self) -> Selection:
+        """The selection, rebuilt only when its key changed (check_action asks many times a key)."""
+        key = self.selection_key()
+        if self._selection is None or self._selection[0] != key:
+            self._selection = (key, self._build_selection())
+        return self._selection[1]
+
+    def _build_selection(self) -> Selection:
+        view = self.current_view()
+        attempt_id = None
+        if view and view.inspection and self.session.task_id:
+            task = next((t for t in view.inspection["tasks"] if t["id"] == self.session.task_id), None)
+            if task and task["attempts"]:
+                attempt_id = task["attempts"][-1]["id"]
+        root = self.session.snapshot.root if self.session.snapshot else None
+        return Selection(
+            project=root or self.session.directory,
+            run_id=self.session.run_id if view else None,
+            task_id=self.session.task_id if view and self.session.task_id in self._task_rows else None,
+            attempt_id=attempt_id,
+            lock_fingerprint=self.session.snapshot.writer_lock.fingerprint if self.session.snapshot else None,
+            state_path=f"{root}/{view.state_path}" if root and view else None,
+            inspection=view.inspection if view else None,
+        )
+
+    # -- applying snapshots
+    def apply(self, snapshot: ProjectSnapshot, now: int) -> None:
+        self.session.snapshot = snapshot
+        with self.app.batch_update():
+            self._sync_runs(now)
+            self._sync_tasks(now)
+            self._sync_detail(now)
+            self.sync_status(now)
+
+    def restyle(self, now: int) -> None:
+        """The theme changed: recompute every cell, text and tree node with its colours."""
+        self._run_views.clear()
+        self._task_rows.clear()
+        self.query_one(TaskDetail).forget()
+        if self.session.snapshot is not None:
+            self.apply(self.session.snapshot, now)
+
+    def refresh_times(self, now: int) -> None:
+        """The 1 s tick: only the time-derived cells and texts."""
+        if self.session.snapshot is None:
+            return
+        with self.app.batch_update():
+            self._sync_runs(now, retime=True)
+            self._sync_tasks(now, retime=True)
+            self._sync_detail(now, times_only=True)
+            self.sync_status(now)
+
+    def _sync_runs(self, now: int, retime: bool = False) -> None:
+        """``retime`` (the 1 s tick): recompute the age cells of unchanged runs too; a
+        scan-driven update touches only the runs that changed, whatever the clock says."""
+        assert self.session.snapshot is not None
+        table = self.runs
+        cursor = table.cursor_key()
+        wanted = {view.run_id: view for view in self.session.snapshot.runs}
+        for gone in table.drop_missing(wanted):
+            self._run_views.pop(gone, None)
+        added = False
+        locks = (self.session.snapshot.writer_lock, self.session.snapshot.recovery_lock)
+        same_moment = locks == self._run_locks
+        self._run_locks = locks
+        if retime:
+            same_moment = same_moment and now // 1000 == self._run_second
+            self._run_second = now // 1000
+        for view in self.session.snapshot.runs:
+            if same_moment and self._run_views.get(view.run_id) is view and view.run_id in table.cells:
+                continue
+            self._run_views[view.run_id] = view
+            added |= table.put(view.run_id, render.run_cells(view, self.session.snapshot, now))
+        if added or self.session.run_sort[0]:
+            order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
+            column, reverse = self.session.run_sort
+            table.sort_rows(lambda key: render.run_sort_value(wanted[key], column or "", order[key]), reverse)
+        if self.session.run_id not in wanted:
+            self.session.run_id = self.session.snapshot.runs[0].run_id if self.session.snapshot.runs else None
+            cursor = self.session.run_id
+        table.restore_cursor(cursor)
+        title = f"Runs ({len(self.session.snapshot.runs)})"
+        if self.session.run_sort[0]:
+            title += f" sorted by {self.session.run_sort[0]}{' ↓' if self.session.run_sort[1] else ''}"
+        self.query_one(f"#runs-title-{self.index}", Static).update(Text(title, style="bold"))
+
+    def _sync_tasks(self, now: int, retime: bool = False) -> None:
+        """``retime`` (the 1 s tick): recompute the age cells of unchanged rows too."""
+        table = self.tasks
+        view = self.current_view()
+        rows = view.rows if view else ()
+        terms = parse_filter(self.session.filter_text)
+        visible = [row for row in rows if row_matches(row, terms)]
+        wanted = {row.task_id: row for row in visible}
+        cursor = table.cursor_key()
+        for gone in table.drop_missing(wanted):
+            self._task_rows.pop(gone, None)
+        added = False
+        # Ages are shown to the second and only the tick moves them: outside the tick (a scan,
+        # a selection) an unchanged row keeps its cells, so one changed task costs one row.
+        same_second = True
+        if retime:
+            same_second = now // 1000 == self._task_second
+            self._task_second = now // 1000
+        for row in visible:
+            if same_second and self._task_rows.get(row.task_id) == row and row.task_id in table.cells:
+                continue
+            added |= table.put(row.task_id, render.task_cells(row, now))
+            self._task_rows[row.task_id] = row
+        if added or self.session.task_sort[0]:
+            plan_index = {row.task_id: i for i, row in enumerate(rows)}
+            column, reverse = self.session.task_sort
+            table.sort_rows(lambda key: render.task_sort_value(wanted[key], column or "", plan_index[key]), reverse)
+        if self.session.task_id not in wanted:
+            if cursor in wanted:
+                self.session.task_id = cursor
+            else:
+                self.session.task_id = table.row_key_at(min(table.cursor_row, table.row_count - 1))
+            cursor = self.session.task_id
+        table.restore_cursor(cursor)
+        title = Text("Tasks", style="bold")
+        if view:
+            title.append(" of ")
+            title.append(render.plain(view.run_id, "bold"))
+            title.append(f"  ({len(visible)}/{len(rows)})")
+        if self.session.filter_text:
+            title.append("  filter: ", style="dim")
+            title.append(render.plain(self.session.filter_text, render.themed("$warning")))
+        if self.session.task_sort[0]:
+            title.append(
+                f"  sorted by {self.session.task_sort[0]}{' ↓' if self.session.task_sort[1] else ''}", style="dim"
+            )
+        self.query_one(f"#tasks-title-{self.index}", Static).update(title)
+
+    def _sync_detail(self, now: int, times_only: bool = False) -> None:
+        self.query_one(TaskDetail).sync(self.session, now, self.display_path, times_only=times_only)
+
+    def sync_status(self, now: int) -> None:
+        read_only = self.read_only or not any(entry.mutating for entry in actions.REGISTRY)
+        directory = self.session.snapshot.root if self.session.snapshot else None
+        label = self.display_path(directory or self.session.directory)
+        self.query_one(f"#status-{self.index}", StatusBar).update(
+            render.status_text(
+                self.session.snapshot, now, self.following, read_only, label, pending=self.session.pending is not None
+            )
+        )
+
+    # -- events
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value
+        now = now_ms()
+        if event.data_table is self.runs:
+            if key != self.session.run_id:
+                self.session.run_id = key
+                self.session.task_id = None
+                # The scanner keeps the full inspection of the focus run only: ask for it.
+                self.post_message(RunFocused(self.index, key))
+                self._sync_tasks(now)
+                self._sync_detail(now)
+        elif event.data_table is self.tasks and key != self.session.task_id:
+            self.session.task_id = key
+            self._sync_detail(now)
+
+    @on(DataTable.HeaderSelected)
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        column = str(event.column_key.value)
+        self.sort_by(event.data_table, column)
+
+    def sort_by(self, table: DataTable[Any], column: str | None, reverse: bool | None = None) -> None:
+        current = self.session.run_sort if table is self.runs else self.session.task_sort
+        if reverse is None:
+            reverse = (not current[1]) if current[0] == column else False
+        if table is self.runs:
+            self.session.run_sort = (column, reverse)
+            self._sync_runs(now_ms())
+        else:
+            self.session.task_sort = (column, reverse)
+            self._sync_tasks(now_ms())
+
+    def cycle_sort(self, table: DataTable[Any]) -> None:
+        columns = [key for key, _ in (render.RUN_COLUMNS if table is self.runs else render.TASK_COLUMNS)]
+        current = (self.session.run_sort if table is self.runs else self.session.task_sort)[0]
+        following = columns[(columns.index(current) + 1) % len(columns)] if current in columns else columns[0]
+        self.sort_by(table, following, reverse=False)
+
+    def reverse_sort(self, table: DataTable[Any]) -> None:
+        column, reverse = self.session.run_sort if table is self.runs else self.session.task_sort
+        self.sort_by(table, column or ("run" if table is self.runs else "task"), reverse=not reverse)
+
+    @on(Input.Changed)
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.session.filter_text = event.value.strip()
+        self._sync_tasks(now_ms())
+        self._sync_detail(now_ms())
+
+    @on(Input.Submitted)
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.filter_input.display = bool(self.session.filter_text)
+        self.tasks.focus()
+
+    def open_filter(self) -> None:
+        self.filter_input.display = True
+        self.filter_input.focus()
+
+    def clear_filter(self) -> None:
+        self.filter_input.value = ""
+        self.session.filter_text = ""
+        self.filter_input.display = False
+        self._sync_tasks(now_ms())
+        self._sync_detail(now_ms())
+        self.tasks.focus()
+
+    def key_escape(self) -> None:
+        if self.filter_input.has_focus or self.session.filter_text:
+            self.clear_filter()

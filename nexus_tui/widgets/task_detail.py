@@ -1,0 +1,83 @@
+"""The detail pane of the selected task (or run): header, attempts as a tree, the latest
+verification. It renders from a project's session; the tree is rebuilt only when the task or
+its inspection changed (the tick only refreshes the texts)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static, Tree
+
+from ..logic.session import ProjectSession
+from . import render
+
+
+class TaskDetail(VerticalScroll):
+    def __init__(self, index: int) -> None:
+        super().__init__(classes="detail", id=f"detail-{index}")
+        self.index = index
+        self._shown: tuple[Any, ...] | None = None  # (run, task, inspection) the tree shows
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Loading…", style="dim"), classes="detail-head", id=f"detail-head-{self.index}")
+        tree: Tree[None] = Tree(Text("attempts"), id=f"attempts-{self.index}", classes="attempts")
+        tree.show_root = False
+        tree.guide_depth = 2
+        yield tree
+        yield Static("", classes="detail-verification", id=f"detail-verification-{self.index}")
+
+    @property
+    def attempts_tree(self) -> Tree[None]:
+        return self.query_one(f"#attempts-{self.index}", Tree)
+
+    def forget(self) -> None:
+        """Rebuild the tree at the next sync (the theme changed)."""
+        self._shown = None
+
+    def sync(
+        self, session: ProjectSession, now: int, display_path: Callable[[str], str], *, times_only: bool = False
+    ) -> None:
+        snapshot, view = session.snapshot, session.current_view()
+        head = self.query_one(f"#detail-head-{self.index}", Static)
+        verification = self.query_one(f"#detail-verification-{self.index}", Static)
+        tree = self.attempts_tree
+        if snapshot is None:
+            return
+        if view is None:
+            head.update(Text("No run in this project yet." if not snapshot.error else "", style="dim"))
+            tree.clear()
+            verification.update("")
+            self._shown = None
+            return
+        detail = render.task_detail(view, session.task_id, now) if session.task_id else None
+        if detail is None:
+            head.update(render.run_header(view, snapshot, now, display_path))
+            if self._shown is not None:
+                tree.clear()
+            verification.update("")
+            self._shown = None
+            return
+        header, nodes, verification_body = detail
+        head.update(render.run_header(view, snapshot, now, display_path) + header if view.error else header)
+        verification.update(verification_body)
+        key = (view.run_id, session.task_id, id(view.inspection))
+        if times_only and key == self._shown:
+            return
+        if key != self._shown:
+            tree.clear()
+            for node in nodes:
+                _add_node(tree.root, node)
+            self._shown = key
+
+
+def _add_node(parent: Any, node: render.Node) -> None:
+    if node.children:
+        child = parent.add(node.label, expand=node.expand)
+        for grandchild in node.children:
+            _add_node(child, grandchild)
+    else:
+        parent.add_leaf(node.label)

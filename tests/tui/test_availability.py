@@ -1,0 +1,72 @@
+"""check_action stays cheap: the gate's availability is computed once per selection and
+snapshot (not per binding), and neither it nor opening a dialog reads a file on the UI thread."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from dashboard_kit import eventually, loaded, quiet_app, select
+from tui_actions_support import make_project, process_task_plan, start, task_plan
+
+from nexus_core import process
+from nexus_tui.logic.operations import base as operations_base
+from nexus_tui.logic.operations import process as process_operations
+from nexus_tui.screens.dialogs import ActionDialog
+
+SIZE = (160, 44)
+
+
+def _on_ui_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+async def test_availability_is_computed_once_per_selection_and_never_reads_files_there(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    root = make_project(tmp_path, [task_plan("a"), task_plan("b"), process_task_plan("p")])
+    start(root, "a")
+    process.launch_task(str(root), "demo", "p", {})  # a process attempt: collect's rule wants its receipt
+    stats_on_ui_thread: list[str] = []
+    real_status = process_operations.receipt_file_status
+
+    def watched_status(*args: Any) -> Any:
+        if _on_ui_thread():
+            stats_on_ui_thread.append("receipt_file_status")
+        return real_status(*args)
+
+    monkeypatch.setattr(process_operations, "receipt_file_status", watched_status)
+    app = quiet_app([str(root)])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await select(pilot, "demo", "a")
+        before = app.availability_computations
+        for key in ("down", "down", "up", "up", "down", "down"):  # a, b, p, b, a, b, p
+            await pilot.press(key)
+            await pilot.pause()
+        selections = 6
+        assert app.availability_computations - before <= selections  # not one per binding
+        assert app.pane.task_id == "p"
+        assert app.check_action("act", ("collect",)) is True  # the receipt is ready to collect
+        assert stats_on_ui_thread == []
+
+
+async def test_opening_a_dialog_reads_the_run_file_in_a_worker(tmp_path: Path, monkeypatch: Any) -> None:
+    root = make_project(tmp_path, [task_plan("a")])
+    start(root, "a")
+    reads: list[bool] = []
+    real_load = operations_base.load_run
+
+    def watched_load(*args: Any) -> Any:
+        reads.append(_on_ui_thread())
+        return real_load(*args)
+
+    monkeypatch.setattr(operations_base, "load_run", watched_load)
+    app = quiet_app([str(root)])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await select(pilot, "demo", "a")
+        await pilot.press("o")
+        await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))
+    assert reads and not any(reads)  # read, and never on the UI thread
