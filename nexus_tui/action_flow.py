@@ -17,14 +17,13 @@ from textual.app import App
 from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 
+from .actions import READ_ONLY_REFUSAL
 from .logic import operations, recovery
 from .logic.operations import ActionLog, Preview
 from .logic.recovery import Situation
 from .screens.dialogs import Display, dialog_for
 from .screens.progress import ProgressScreen
 from .screens.recovery import RecoveryListScreen, RecoveryScreen
-
-READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
 
 
 class ActionFlow:

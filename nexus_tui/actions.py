@@ -16,9 +16,13 @@ from dataclasses import dataclass
 from textual.binding import Binding
 
 from .logic.operations import OPERATIONS, Operation, Target
+from .logic.schedules import SCHEDULE_ACTIONS
 from .logic.selection import Selection
 
 Available = Callable[[Selection], bool]
+MAIN = "main"
+SCHEDULES = "schedules"  # the schedules panel (w): screens/schedules.py
+READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class ActionSpec:
     available: Available | None = None
     priority: bool = False
     action: str = ""  # the Textual action string; "" = the id (a mutation: "act('<name>')")
+    screen: str = MAIN  # where its key is bound: the main screen, or a panel (SCHEDULES)
 
     def __post_init__(self) -> None:
         if not self.action:
@@ -181,6 +186,23 @@ REGISTRY += [
     ),
 ]
 
+# The schedules panel's actions (logic/schedules.py), bound on that panel only; each asks for a
+# confirmation and, like every mutating entry, is off in --read-only.
+REGISTRY += [
+    ActionSpec(
+        f"schedule_{action.id}",
+        action.key,
+        action.label,
+        action.help,
+        mutating=True,
+        destructive=action.destructive,
+        group="Schedules panel (w)",
+        action=f"schedule({action.id!r})",
+        screen=SCHEDULES,
+    )
+    for action in SCHEDULE_ACTIONS.values()
+]
+
 
 def spec(action_id: str) -> ActionSpec | None:
     """The entry of an id, or of a Textual action string (``act('start')`` finds ``start``)."""
@@ -199,10 +221,11 @@ def register(entry: ActionSpec) -> None:
     REGISTRY.append(entry)
 
 
-def bindings(entries: Iterable[ActionSpec] | None = None) -> list[Binding]:
+def bindings(entries: Iterable[ActionSpec] | None = None, screen: str = MAIN) -> list[Binding]:
+    """The key bindings of ``screen``'s entries."""
     result = []
     for entry in REGISTRY if entries is None else entries:
-        if not entry.keys:
+        if not entry.keys or entry.screen != screen:
             continue
         result.append(
             Binding(

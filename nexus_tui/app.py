@@ -352,15 +352,23 @@ class NexusApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        from .screens.schedules import SchedulesScreen
+
+        panel = screen if isinstance(screen, SchedulesScreen) else None
         for entry in actions.REGISTRY:
             if not entry.palette or entry.id in ("quit", "change_theme", "help"):
+                continue
+            if entry.screen == actions.SCHEDULES:
+                # A panel's action runs on the panel, and only while it is open.
+                if panel is not None and panel.allows(entry):
+                    yield SystemCommand(entry.label, entry.help, _runner(self, entry.action, panel))
                 continue
             if entry.id not in self.allowed_actions():
                 continue
             yield SystemCommand(entry.label, entry.help, _runner(self, entry.action))
 
     def action_schedules(self) -> None:
-        from .schedules_screen import SchedulesScreen
+        from .screens.schedules import SchedulesScreen
 
         self.push_screen(SchedulesScreen(self.pane.session.directory, self.pane.session.label, self.read_only))
 
@@ -462,9 +470,9 @@ def _label(directory: str) -> str:
     return os.path.basename(directory.rstrip("/")) or directory
 
 
-def _runner(app: NexusApp, action_id: str) -> Callable[[], Any]:
+def _runner(app: NexusApp, action: str, namespace: Screen[Any] | None = None) -> Callable[[], Any]:
     async def run() -> None:
-        await app.run_action(action_id)
+        await app.run_action(action, namespace)
 
     return run
 

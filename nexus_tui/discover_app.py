@@ -1,6 +1,6 @@
 """``nexus-tui --discover ROOT``: the dashboard over every project under ROOT.
 
-An "All projects" tab first (:class:`~nexus_tui.overview.OverviewPane`), then one tab per
+An "All projects" tab first (:class:`~nexus_tui.widgets.overview.OverviewPane`), then one tab per
 project, each exactly as in the plain dashboard (same scanner thread, same watcher rules, one
 watcher per project). A discovery thread walks ROOT again every few seconds and posts the
 projects it had not seen; they get a tab of their own and a row in the overview.
@@ -17,16 +17,17 @@ import anyio.to_thread
 from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
+from textual.theme import Theme
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from nexus_core.terminal import terminal_safe
 
 from .app import NexusApp
-from .discovery import DEFAULT_DEPTH, discover_projects, summarize
+from .logic.discovery import DEFAULT_DEPTH, discover_projects, summarize
 from .logic.selection import Selection
 from .logic.session import ProjectSession
-from .overview import OverviewPane
 from .scanning import ProjectScanned, ScanRequests
+from .widgets.overview import OverviewPane
 from .widgets.project_pane import ProjectPane
 
 REDISCOVER_SECONDS = 2.0
@@ -109,6 +110,10 @@ class DiscoverApp(NexusApp):
 
     def on_unmount(self) -> None:
         self._stop_discovery.set()
+
+    def _theme_changed(self, theme: Theme) -> None:
+        super()._theme_changed(theme)
+        self.overview.restyle()
 
     def focus_start(self) -> None:
         self.overview.table.focus()

@@ -41,6 +41,9 @@ LOGIC_MODULES = [
     "nexus_tui.logic.recovery",
     "nexus_tui.logic.demo",
     "nexus_tui.logic.selection",
+    "nexus_tui.logic.session",
+    "nexus_tui.logic.discovery",
+    "nexus_tui.logic.schedules",
 ]
 
 

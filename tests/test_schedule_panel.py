@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 
 from nexus_core.schedule import core
 from nexus_core.timeutil import now_ms
-from nexus_tui.schedules_screen import ConfirmSchedule, SchedulesScreen
+from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
 
 
 def _project_with_schedules(directory: Path) -> tuple[str, list[str]]:
@@ -93,3 +93,53 @@ async def test_pause_resume_run_now_and_delete_through_confirmations(tmp_path: P
             app.screen.query_one("#confirm").press()  # type: ignore[attr-defined]
             await eventually(pilot, check)
         await eventually(pilot, lambda: panel.query_one("#schedules", DataTable).row_count == 1)
+
+
+async def test_the_panels_actions_come_from_the_registry(tmp_path: Path) -> None:
+    """Keys, footer, palette, help and the read-only gate of the panel all read the registry's
+    schedule entries (defined once in nexus_tui.logic.schedules)."""
+    from textual.widgets import Static
+    from textual.widgets._footer import FooterKey
+
+    from nexus_tui import actions
+    from nexus_tui.logic.schedules import SCHEDULE_ACTIONS
+    from nexus_tui.screens.help import HelpScreen
+
+    root, ids = _project_with_schedules(tmp_path / "p")
+    entries = [entry for entry in actions.REGISTRY if entry.screen == actions.SCHEDULES]
+    assert [(e.id, e.keys, e.label, e.destructive) for e in entries] == [
+        (f"schedule_{a.id}", a.key, a.label, a.destructive) for a in SCHEDULE_ACTIONS.values()
+    ]
+    assert all(entry.mutating for entry in entries)
+    app = quiet_app([root])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(app, pilot)
+        # Help lists the panel's key (w) and each of its actions.
+        await pilot.press("question_mark")
+        await eventually(pilot, lambda: isinstance(app.screen, HelpScreen))
+        help_text = str(app.screen.query_one(Static).render())
+        assert "Schedules panel (w)" in help_text and "The project's schedules" in help_text
+        assert all(entry.help in help_text for entry in entries)
+        await pilot.press("escape")
+        panel = await _panel(app, pilot)
+        # The panel's footer shows the registry's labels, enabled.
+        footer = {key.description: key for key in panel.query(FooterKey)}
+        assert {entry.label for entry in entries} <= set(footer)
+        assert not any(footer[entry.label].has_class("-disabled") for entry in entries)
+        # The palette opened over the panel offers them, and runs them on the panel.
+        commands = {command.help: command for command in app.get_system_commands(panel)}
+        assert {entry.help for entry in entries} <= set(commands)
+        await commands[SCHEDULE_ACTIONS["delete"].help].callback()
+        await eventually(pilot, lambda: isinstance(app.screen, ConfirmSchedule))
+        assert app.screen.has_class("destructive")
+        await pilot.press("escape")
+        await eventually(pilot, lambda: app.screen is panel)
+        # Read-only: the gate turns every one of them off (footer dimmed, palette silent).
+        panel.read_only = True
+        panel.refresh_bindings()
+        await pilot.pause()
+        assert all(panel.check_action("schedule", (a.id,)) is None for a in SCHEDULE_ACTIONS.values())
+        assert not {entry.help for entry in entries} & {c.help for c in app.get_system_commands(panel)}
+        footer = {key.description: key for key in panel.query(FooterKey)}
+        assert all(footer[entry.label].has_class("-disabled") for entry in entries)
+    assert [s["id"] for s in core.list_schedules(root)] == ids  # nothing was confirmed

@@ -33,7 +33,8 @@ from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (130, 40)
-MUTATING = [entry for entry in actions.REGISTRY if entry.mutating]
+# The main screen's mutating entries (the schedules panel's are tested in test_schedule_panel).
+MUTATING = [entry for entry in actions.REGISTRY if entry.mutating and entry.screen == actions.MAIN]
 
 
 def _errors(app: NexusApp) -> list[str]:

@@ -29,7 +29,7 @@ from nexus_core import engine, timeutil
 from nexus_core.schedule import core
 from nexus_core.timeutil import now_ms as time_ms
 from nexus_tui.logic.demo import DemoInfo
-from nexus_tui.schedules_screen import SchedulesScreen
+from nexus_tui.screens.schedules import SchedulesScreen
 
 pytestmark = pytest.mark.asyncio
 __all__ = ["frozen_demo"]  # the shared session fixture

@@ -1,4 +1,4 @@
-"""The discovery walk and the urgency summary (pure logic: nexus_tui.discovery)."""
+"""The discovery walk and the urgency summary (pure logic: nexus_tui.logic.discovery)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from dashboard_kit import frozen_demo, small_project
 
 from nexus_core.hostinfo import hostname
-from nexus_tui import discovery
-from nexus_tui.discovery import discover_projects, order, summarize
+from nexus_tui.logic import discovery
 from nexus_tui.logic.demo import DemoInfo, write_dead_writer_lock
+from nexus_tui.logic.discovery import discover_projects, order, summarize
 from nexus_tui.logic.model import ProjectScanner
 
 __all__ = ["frozen_demo"]  # the shared session fixture
@@ -111,7 +111,7 @@ def test_urgency_order_puts_unreadable_first_and_quiet_projects_last(tmp_path: P
 
 def test_the_logic_imports_no_widget_library() -> None:
     probe = (
-        "import sys, nexus_tui.discovery\n"
+        "import sys, nexus_tui.logic.discovery\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from nexus_core.store import BASE
 
-from .logic.model import LockView, ProjectSnapshot
+from .model import LockView, ProjectSnapshot
 
 DEFAULT_DEPTH = 4
 # Never entered: version control, dependency trees, caches. Virtual environments are also

@@ -8,7 +8,6 @@ Database work runs in a thread worker, which posts its result; only the screen t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -23,76 +22,19 @@ from textual.widgets import Button, DataTable, Footer, Label, Static
 from nexus_core.errors import NexusError
 from nexus_core.schedule import core
 from nexus_core.terminal import terminal_safe
-from nexus_core.timeutil import now_ms
 
-from .action_flow import READ_ONLY_REFUSAL
+from .. import actions
+from ..logic.schedules import COLUMNS, SCHEDULE_ACTIONS, ScheduleAction, perform, row_cells, status_line
+from ..logic.selection import Selection
+from ..widgets.render import plain
+from .base import NexusDialog
 
 REFRESH_SECONDS = 2.0
-COLUMNS = ("Title", "Rule", "Zone", "Next", "Last outcome", "Paused")
 
 
-@dataclass(frozen=True)
-class ScheduleAction:
-    """One operator action on a schedule: its words, and whether it destroys history."""
-
-    id: str
-    label: str
-    statement: str
-    destructive: bool = False
-
-
-ACTIONS = {
-    "pause": ScheduleAction("pause", "Pause", "Schedule {id} stops firing until it is resumed."),
-    "resume": ScheduleAction("resume", "Resume", "Schedule {id} fires again, counting from now."),
-    "run": ScheduleAction(
-        "run", "Run now", "An occurrence of schedule {id} is requested; a running nexus scheduler fires it."
-    ),
-    "delete": ScheduleAction(
-        "delete", "Delete", "Schedule {id} and its whole history are deleted. This cannot be undone.", True
-    ),
-}
-
-
-def row_cells(schedule: dict[str, Any]) -> tuple[str, ...]:
-    last = schedule["lastOutcome"]
-    outcome = "-" if last is None else f"{last['status']}: {last['reason'] or ''}".rstrip(": ")
-    return tuple(
-        terminal_safe(value, one_line=True)
-        for value in (
-            schedule["title"] or "",
-            schedule["description"],
-            schedule["zone"],
-            schedule["next"] or ("-" if schedule["paused"] else "none left"),
-            outcome,
-            "yes" if schedule["paused"] else "no",
-        )
-    )
-
-
-def perform(directory: str, action: str, schedule_id: str) -> str:
-    """Carry out one confirmed action through the core; the words for the notification."""
-    if action in ("pause", "resume"):
-        core.set_paused(directory, schedule_id, action == "pause", now_ms())
-        return f"Schedule {schedule_id} {'paused' if action == 'pause' else 'resumed'}."
-    if action == "run":
-        occurrence = core.request_run(directory, schedule_id, now_ms())
-        return f"Occurrence {occurrence['id']} of schedule {schedule_id} requested."
-    core.delete_schedule(directory, schedule_id)
-    return f"Schedule {schedule_id} deleted."
-
-
-class ConfirmSchedule(ModalScreen[bool]):
+class ConfirmSchedule(NexusDialog[bool]):
     """States what will change; the focus starts on Cancel."""
 
-    DEFAULT_CSS = """
-    ConfirmSchedule { align: center middle; }
-    ConfirmSchedule > #dialog { width: 80; max-width: 96%; height: auto; border: thick $primary;
-        background: $surface; padding: 0 1; }
-    ConfirmSchedule.destructive > #dialog { border: thick $error; }
-    ConfirmSchedule #dialog-title { text-style: bold; padding: 0 0 1 0; }
-    ConfirmSchedule #dialog-buttons { height: auto; align-horizontal: right; padding-top: 1; }
-    ConfirmSchedule #dialog-buttons Button { margin-left: 2; }
-    """
     BINDINGS: ClassVar[list[Any]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, action: ScheduleAction, schedule_id: str) -> None:
@@ -102,8 +44,9 @@ class ConfirmSchedule(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(Text(f"{self.action_spec.label} schedule {self.schedule_id}"), id="dialog-title")
-            yield Static(Text(self.action_spec.statement.format(id=self.schedule_id)), id="dialog-statement")
+            title = f"{self.action_spec.label} schedule {self.schedule_id}"
+            yield Label(plain(title, one_line=True), id="dialog-title")
+            yield Static(plain(self.action_spec.statement.format(id=self.schedule_id)), id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button(
@@ -139,18 +82,10 @@ class ActionDone(Message):
 class SchedulesScreen(ModalScreen[None]):
     """The schedules of one project; refreshed every ``REFRESH_SECONDS`` while open."""
 
-    DEFAULT_CSS = """
-    SchedulesScreen { align: center middle; }
-    SchedulesScreen > #panel { width: 96%; height: 80%; border: thick $primary; background: $surface; }
-    SchedulesScreen #panel-title { text-style: bold; padding: 0 1; }
-    SchedulesScreen #panel-status { color: $text-muted; padding: 0 1; }
-    """
+    # Its actions' keys, labels and gate come from the registry (actions.SCHEDULES entries).
     BINDINGS: ClassVar[list[Any]] = [
         Binding("escape,w,q", "dismiss_panel", "Close"),
-        Binding("p", "schedule('pause')", "Pause"),
-        Binding("r", "schedule('resume')", "Resume"),
-        Binding("n", "schedule('run')", "Run now"),
-        Binding("d", "schedule('delete')", "Delete"),
+        *actions.bindings(screen=actions.SCHEDULES),
     ]
 
     def __init__(self, directory: str, label: str, read_only: bool) -> None:
@@ -163,7 +98,7 @@ class SchedulesScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="panel"):
-            yield Label(Text(f"Schedules of {terminal_safe(self.label, one_line=True)}"), id="panel-title")
+            yield Label(plain(f"Schedules of {self.label}", one_line=True), id="panel-title")
             yield DataTable(id="schedules", cursor_type="row", zebra_stripes=True)
             yield Static("", id="panel-status")
         yield Footer()
@@ -202,11 +137,7 @@ class SchedulesScreen(ModalScreen[None]):
         ids = [s["id"] for s in message.schedules]
         if selected in ids:
             table.move_cursor(row=ids.index(selected))
-        gate = " (read-only: no action)" if self.read_only else ""
-        count = len(message.schedules)
-        status.update(
-            Text(f"{count} schedule{'s' if count != 1 else ''}{gate}. p pause, r resume, n run now, d delete.")
-        )
+        status.update(Text(status_line(len(message.schedules), self.read_only)))
 
     def selected_id(self) -> str | None:
         table = self.query_one("#schedules", DataTable)
@@ -217,15 +148,25 @@ class SchedulesScreen(ModalScreen[None]):
     def action_dismiss_panel(self) -> None:
         self.dismiss(None)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The registry's gate: a schedule action is off (shown disabled) in --read-only."""
+        if action != "schedule" or not parameters:
+            return True
+        entry = actions.spec(f"schedule_{parameters[0]}")
+        return True if entry is not None and self.allows(entry) else None
+
+    def allows(self, entry: actions.ActionSpec) -> bool:
+        return actions.gate(entry, self.read_only, Selection()) is True
+
     def action_schedule(self, action: str) -> None:
         if self.read_only:
-            self.notify(READ_ONLY_REFUSAL, severity="warning")
+            self.notify(actions.READ_ONLY_REFUSAL, severity="warning")
             return
         schedule_id = self.selected_id()
         if schedule_id is None:
             self.notify("No schedule selected.", severity="warning")
             return
-        spec = ACTIONS[action]
+        spec = SCHEDULE_ACTIONS[action]
 
         def confirmed(yes: bool | None) -> None:
             if yes:

@@ -1,6 +1,6 @@
 """The "All projects" tab: one row per project, most urgent first; Enter opens the project.
 
-The rows come from :func:`nexus_tui.discovery.summarize` of each project's own scan (the app
+The rows come from :func:`nexus_tui.logic.discovery.summarize` of each project's own scan (the app
 calls :meth:`OverviewPane.show`); nothing here reads the disk.
 """
 
@@ -17,18 +17,19 @@ from textual.widgets import DataTable, Static
 
 from nexus_core.terminal import terminal_safe
 
-from .discovery import ProjectSummary, order
+from ..logic.discovery import ProjectSummary, order
+from .render import themed
 
 COLUMNS = (("project", "Project"), ("runs", "Runs"), ("accepted", "Accepted"), ("needs", "Needs an operator"))
 # Each kind of need, coloured by how urgent it is.
 NEED_STYLE = {
-    "unreadable": "bold red",
-    "dead lock": "bold red",
-    "ambiguous": "bold magenta",
-    "overdue": "bold red",
-    "blocked": "yellow",
-    "stale": "yellow",
-    "to collect": "cyan",
+    "unreadable": "bold $error",
+    "dead lock": "bold $error",
+    "ambiguous": "bold $accent",
+    "overdue": "bold $error",
+    "blocked": "$warning",
+    "stale": "$warning",
+    "to collect": "$primary-lighten-2",
 }
 
 
@@ -40,13 +41,15 @@ def summary_cells(label: str, summary: ProjectSummary | None) -> dict[str, Text]
     for kind, count in summary.needs():
         if needs:
             needs.append("  ")
-        needs.append(f"{count} {kind}", style=NEED_STYLE.get(kind, ""))
+        needs.append(f"{count} {kind}", style=themed(NEED_STYLE.get(kind, "")))
     if not needs:
         needs = Text("loading…" if not summary.loaded else "nothing", style="dim" if summary.loaded else "dim italic")
     return {
         "project": name,
         "runs": Text(str(summary.runs)),
-        "accepted": Text(f"{summary.accepted}/{summary.tasks}", style="green" if summary.accepted else "dim"),
+        "accepted": Text(
+            f"{summary.accepted}/{summary.tasks}", style=themed("$success") if summary.accepted else "dim"
+        ),
         "needs": needs,
     }
 
@@ -90,12 +93,6 @@ class OverviewTable(DataTable[Any]):
 class OverviewPane(Vertical):
     """Every discovered project, one row each, sorted by urgency."""
 
-    DEFAULT_CSS = """
-    OverviewPane { height: 1fr; }
-    OverviewPane > .overview-title { height: 1; padding: 0 1; text-style: bold; }
-    OverviewPane > DataTable { height: 1fr; }
-    """
-
     class Opened(Message):
         """The operator chose a project's row (Enter): open its tab."""
 
@@ -138,6 +135,11 @@ class OverviewPane(Vertical):
     def add(self, index: int, label: str) -> None:
         self.labels[index] = label
         self.query_one("#overview-title", Static).update(self._title())
+        self._redraw()
+
+    def restyle(self) -> None:
+        """Redraw every row (the theme changed: its colours are in the cells)."""
+        self._order = []
         self._redraw()
 
     def show(self, index: int, summary: ProjectSummary) -> None:
