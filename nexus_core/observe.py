@@ -191,11 +191,12 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> dict[str, Any
     result["observations"] = [observe_task(root, run, task, verified, moment) for task in run["tasks"]]
     result["lock"] = lock_snapshot(root, WRITER_LOCK)
     result["recoveryLock"] = lock_snapshot(root, RECOVERY_LOCK)
-    _add_recovery_lock_hint(result)
+    add_recovery_lock_hint(result)
     return result
 
 
-def _add_recovery_lock_hint(result: dict[str, Any]) -> None:
+def add_recovery_lock_hint(result: dict[str, Any]) -> None:
+    """Adds ``recoveryLockHint`` to an inspection that has its ``recoveryLock`` (the dashboard's too)."""
     hint = recovery_lock_hint(result["recoveryLock"])
     if hint is not None:
         # Not in the reference: the way out of an interrupted recover-lock.
@@ -213,7 +214,7 @@ def inspect_inventory(root: str) -> dict[str, Any]:
         "recoveryLock": lock_snapshot(root, RECOVERY_LOCK),
         "hint": INVENTORY_HINT,
     }
-    _add_recovery_lock_hint(inventory)
+    add_recovery_lock_hint(inventory)
     unreadable: list[dict[str, str]] = []
     for run_id in run_ids:
         try:

@@ -21,7 +21,7 @@ from nexus_core import observe
 from nexus_core.engine import is_active, latest
 from nexus_core.errors import message_of
 from nexus_core.hostinfo import owner_liveness, usable_pid
-from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
+from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
 from nexus_core.paths import root_of
 from nexus_core.snapshots import observational_hashes
 from nexus_core.store import RUNS, list_run_ids, list_temp_files, parse_run, read_state_bytes, run_path
@@ -147,6 +147,7 @@ class LockView:
     alive: bool | None = None
     unsafe: str | None = None
     unreadable: bool = False
+    hint: str | None = None  # what to do about it, in the core's words (recovery.lock's recoveryLockHint)
 
 
 @dataclass(frozen=True)
@@ -168,12 +169,12 @@ class ProjectSnapshot:
         return None
 
 
-def lock_view(name: str, snapshot: dict[str, Any] | None) -> LockView:
+def lock_view(name: str, snapshot: dict[str, Any] | None, hint: str | None = None) -> LockView:
     if snapshot is None:
         return LockView(name, False)
     owner = snapshot.get("owner")
     if not isinstance(owner, dict):
-        return LockView(name, True, snapshot.get("hash"), unsafe=snapshot.get("unsafe"), unreadable=True)
+        return LockView(name, True, snapshot.get("hash"), unsafe=snapshot.get("unsafe"), unreadable=True, hint=hint)
     process_id = owner.get("pid")
     host = owner.get("hostname")
     valid_pid = usable_pid(process_id) is not None
@@ -187,6 +188,7 @@ def lock_view(name: str, snapshot: dict[str, Any] | None) -> LockView:
         created_at=owner.get("createdAt") if isinstance(owner.get("createdAt"), str) else None,
         alive=alive,
         unsafe=snapshot.get("unsafe"),
+        hint=hint,
     )
 
 
@@ -509,7 +511,7 @@ class ProjectScanner:
                 root=root,
                 runs=tuple(self._views.get(r) or _loading_view(r) for r in run_ids),
                 writer_lock=lock_view("writer.lock", locks[0]),
-                recovery_lock=lock_view("recovery.lock", locks[1]),
+                recovery_lock=lock_view("recovery.lock", locks[1], recovery_lock_hint(locks[1])),
                 scanned_at_ms=moment,
                 stray_temp_files=int(inventory.get("strayTempFiles") or 0),
                 changed=frozenset(changed),
@@ -636,7 +638,9 @@ class ProjectScanner:
         observations = []
         for task in run["tasks"]:
             kept = old.get(task["id"])
-            if task["id"] in affected or kept is None:
+            # A verification left running is re-observed each time: its owner may have exited
+            # (or writer.lock changed) with no change to the record, and its hint says which.
+            if task["id"] in affected or kept is None or "runningVerification" in kept:
                 observations.append(observe.observe_task(root, run, task, verified, moment))
             else:
                 observation = refresh_time_flags(kept, task, moment)
@@ -647,6 +651,7 @@ class ProjectScanner:
         result = dict(run)
         result["observations"] = observations
         result["lock"], result["recoveryLock"] = locks
+        observe.add_recovery_lock_hint(result)
         return result, unchanged_rows
 
     def _retimed(self, previous: RunView, memo: _FileMemo, moment: int) -> RunView:

@@ -12,7 +12,7 @@ from typing import Any
 from nexus_core import canonical
 from nexus_core.errors import NexusError, message_of
 from nexus_core.hostinfo import hostname, owner_liveness
-from nexus_core.locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
+from nexus_core.locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
 from nexus_core.observe import inspect_loaded
 from nexus_core.paths import root_of
 from nexus_core.plan import normalize_plan
@@ -105,6 +105,11 @@ class Situation:
     @property
     def key(self) -> str:
         return f"{self.kind}:{self.run_id or ''}:{self.task_id or ''}"
+
+
+def _core_says(hint: object) -> list[str]:
+    """The core's own hint (inspect's additive words), when it has one."""
+    return [f"nexus inspect says: {hint}"] if isinstance(hint, str) and hint else []
 
 
 # ----------------------------------------------------------------- liveness
@@ -372,6 +377,7 @@ def lock_situations(root: str) -> list[Situation]:
                         f"created {owner.get('createdAt')}.",
                         "While it exists every mutation and every lock recovery is refused.",
                         "Nexus has no command to remove it (as in the reference).",
+                        *_core_says(recovery_lock_hint(recovery)),
                     ],
                     [
                         "Is the recovering process really gone?",
@@ -594,6 +600,7 @@ def _task_situations(
                     f"Verification {str(verification.get('id'))[:8]} started {verification.get('startedAt')}; "
                     f"its verifier {_liveness_words(owner.get('hostname'), owner.get('pid'))}.",
                     f"{len(verification.get('checks', []))} of {len(definition['checks'])} check receipt(s) recorded.",
+                    *_core_says((observation.get("runningVerification") or {}).get("hint")),
                 ],
                 [
                     "Is the verifier process really gone (and any check it was running)?",

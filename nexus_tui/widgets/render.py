@@ -359,6 +359,16 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
     header.append("hint ", style=themed("bold $primary-lighten-2"))
     header.append(plain(observation.get("hint", ""), themed("$primary-lighten-2")))
     header.append("\n")
+    running = observation.get("runningVerification")
+    if isinstance(running, dict) and running.get("hint"):
+        # The core's words: who owns the verification left running, since when, what ends it.
+        alive = running.get("ownerAlive")
+        header.append(
+            "verification left running " if alive is not True else "verification running ",
+            style=themed("bold $warning"),
+        )
+        header.append(plain(running["hint"], themed("$warning")))
+        header.append("\n")
 
     nodes = [attempt_node(attempt, index, len(task["attempts"]), now) for index, attempt in enumerate(task["attempts"])]
     verification = Text()
@@ -578,7 +588,10 @@ def lock_text(lock: LockView, now: int) -> Text:
         if lock.alive is True:
             text.append(" owner alive", style=themed("$warning"))
         elif lock.alive is False:
-            text.append(" owner DEAD on this host: recover-lock", style=themed("bold $error"))
+            # What to do comes from the core when it says (recovery.lock: recoveryLockHint).
+            text.append(
+                " owner DEAD on this host" + ("" if lock.hint else ": recover-lock"), style=themed("bold $error")
+            )
         else:
             text.append(" owner on another host (liveness unknown)", style=themed("$accent"))
     if lock.unsafe:
@@ -609,6 +622,9 @@ def status_text(
     if snapshot.stray_temp_files:
         text.append(f"  │  {snapshot.stray_temp_files} stray temp file(s)", style=themed("$warning"))
     text.append("\n")
+    if snapshot.recovery_lock.hint:
+        text.append(plain(snapshot.recovery_lock.hint, themed("$warning")))
+        text.append("\n")
     seconds = max(0, now - snapshot.scanned_at_ms) // 1000
     text.append(f"updated {seconds} s ago", style="dim")
     text.append("  │  ")
