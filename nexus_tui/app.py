@@ -1,6 +1,6 @@
 """``nexus-tui``: the live, read-only dashboard over one or more nexus projects.
 
-Threads: one scanner thread per project owns its :class:`~nexus_tui.model.ProjectScanner`
+Threads: one scanner thread per project owns its :class:`~nexus_tui.logic.model.ProjectScanner`
 and posts :class:`ProjectScanned` messages; a watchfiles task per project only asks for
 scans. Widgets are touched on the UI thread only, when a message arrives.
 """
