@@ -125,3 +125,23 @@ class Project:
             mode = oct(os.lstat(path).st_mode).encode()
             tree[rel] = mode + b":" + (path.read_bytes() if path.is_file() else b"<dir>")
         return tree
+
+
+# One task per host situation (and one whose dependency is not accepted): what the core's state
+# checks (nexus_core.preconditions) and the dashboard's availability rules are compared on.
+SITUATIONS = ("fresh", "running", "completed", "verified", "accepted", "failed", "cancelling", "dependent")
+
+
+def host_situations(root: Path) -> Project:
+    project = Project(root)
+    tasks = [task_def(name) for name in SITUATIONS[:-1]] + [task_def("dependent", dependsOn=["fresh"])]
+    project.create(plan("r1", *tasks, max_parallel=8))
+    project.start("r1", "running")
+    project.completed("r1", "completed")
+    project.verified("r1", "verified")
+    project.accepted("r1", "accepted")
+    attempt = project.start("r1", "failed")
+    project.record("r1", "failed", attempt, outcome="failed")
+    project.start("r1", "cancelling")
+    engine.cancel_task(project.dir, "r1", "cancelling", {"reason": "operator stop"})
+    return project

@@ -7,29 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from project_kit import HOST, Project, plan, task_def
+from project_kit import HOST, SITUATIONS, Project
+from project_kit import host_situations as situations
 
 from nexus_core import engine
 from nexus_core.errors import NexusError
 from nexus_core.preconditions import CHECKED_ACTIONS, state_allows
 from nexus_core.store import load_run
-
-SITUATIONS = ("fresh", "running", "completed", "verified", "accepted", "failed", "cancelling", "dependent")
-
-
-def situations(root: Path) -> Project:
-    project = Project(root)
-    tasks = [task_def(name) for name in SITUATIONS[:-1]] + [task_def("dependent", dependsOn=["fresh"])]
-    project.create(plan("r1", *tasks, max_parallel=8))
-    project.start("r1", "running")
-    project.completed("r1", "completed")
-    project.verified("r1", "verified")
-    project.accepted("r1", "accepted")
-    attempt = project.start("r1", "failed")
-    project.record("r1", "failed", attempt, outcome="failed")
-    project.start("r1", "cancelling")
-    engine.cancel_task(project.dir, "r1", "cancelling", {"reason": "operator stop"})
-    return project
 
 
 def attempt_id(run: dict[str, Any], task_id: str) -> str | None:

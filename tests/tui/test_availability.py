@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from dashboard_kit import eventually, loaded, quiet_app, select
+from project_kit import host_situations
 from tui_actions_support import make_project, process_task_plan, start, task_plan
 
-from nexus_core import process
+from nexus_core import observe, process
+from nexus_core.preconditions import state_allows
+from nexus_tui.logic.operations import OPERATIONS, Target
 from nexus_tui.logic.operations import base as operations_base
 from nexus_tui.logic.operations import process as process_operations
 from nexus_tui.screens.dialogs import ActionDialog
@@ -70,3 +73,17 @@ async def test_opening_a_dialog_reads_the_run_file_in_a_worker(tmp_path: Path, m
         await pilot.press("o")
         await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))
     assert reads and not any(reads)  # read, and never on the UI thread
+
+
+def test_the_gate_agrees_with_the_cores_state_checks_on_every_host_situation(tmp_path: Path) -> None:
+    """Each per-task action's availability rule offers an action exactly when
+    nexus_core.preconditions says the core's state checks accept it (before: start was offered
+    on a task whose dependency was not accepted, which the core refuses)."""
+    project = host_situations(tmp_path / "p")
+    run = observe.inspect_run(project.dir, "r1")
+    for name in ("start", "retry", "record", "reconcile", "cancel", "verify", "accept", "launch", "collect"):
+        for task in run["tasks"]:
+            offered = OPERATIONS[name].unavailable(Target(project.dir, run, task["id"], None)) is None
+            assert offered == state_allows(name, run, task), (name, task["id"])
+    refusal = OPERATIONS["start"].unavailable(Target(project.dir, run, "dependent", None))
+    assert refusal == "A task it depends on is not accepted yet."

@@ -19,6 +19,7 @@ from nexus_core.engine import is_active
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
+from nexus_core.preconditions import state_allows
 from nexus_core.shapes import Attempt, Backend, Run, Task, TaskDefinition
 from nexus_core.store import load_run
 from nexus_core.words import json_word
@@ -508,6 +509,10 @@ class NewAttempt(TaskOperation):
                 return "This task is not idempotent: reconcile with retry-safe first."
         if len(task["attempts"]) >= definition["maxAttempts"]:
             return "The attempt budget (maxAttempts) is spent."
+        # The rest of the core's state checks (nexus_core.preconditions, which shell completion
+        # uses too): a new attempt needs every task it depends on accepted.
+        if not state_allows(self.name, as_json(context.run), as_json(task)):
+            return "A task it depends on is not accepted yet."
         return None
 
 
