@@ -163,6 +163,7 @@ _FRACTION = re.compile(rb"\.(?:(?<=[:\[,]\.)|(?<=[:\[,]-\.))[,}\]e]")
 _NEGATIVE_EXPONENT = re.compile(rb"e-(?:(?<=[:\[,]e-)|(?<=[:\[,]-e-))")
 _POSITIVE_EXPONENT = re.compile(rb"e\+(?:(?<=[:\[,]e\+)|(?<=[:\[,]-e\+))")
 _EXACT_INDEX_KEY = re.compile(rb'[{,]"(?:0|[1-9][0-9]{0,9})":')
+_EMPTY_KEY = re.compile(rb'"":(?<=[{,]"":)')  # '{"":' or ',"":' in one scan
 _DIGITS = b"0123456789"
 
 
@@ -203,7 +204,7 @@ def _text_is_plain(data: bytes) -> bool:
     shape = data.translate(None, _DIGITS)
     if _FRACTION.search(shape) or _NEGATIVE_EXPONENT.search(shape) or _POSITIVE_EXPONENT.search(shape):
         return False
-    return not ((b'{"":' in shape or b',"":' in shape) and _EXACT_INDEX_KEY.search(data))
+    return not (_EMPTY_KEY.search(shape) and _EXACT_INDEX_KEY.search(data))
 
 
 _BYTES_PER_CONTAINER = 300  # which of the two checks is cheaper (either is a proof)
@@ -276,7 +277,8 @@ def last_member_plain(value: dict[str, Any], data: bytes, key: str) -> bytes:
 
 
 def compact_plain(value: Any) -> bytes:
-    """``compact(value)`` as UTF-8 for a value ``parse_plain`` returned, or any part of one."""
+    """``compact(value)`` as UTF-8 for a value ``parse_plain`` returned or the plain path wrote
+    (``_plain_bytes`` found it plain), or any part of one."""
     if _orjson is None or not isinstance(value, dict | list):
         return compact(value).encode("utf-8")
     return _orjson.dumps(value)  # type: ignore[no-any-return]

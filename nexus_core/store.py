@@ -383,7 +383,8 @@ def load_run(root: str, run_id: str, *, saved: Run | None = None) -> Run:
     run on ``saved``; the checksum holds by construction (a plain save's run serialises to the
     bytes it wrote, property-tested in test_canonical_fast_path)."""
     if saved is not None and _is_own_save(root, run_id, saved):
-        plan_hash = canonical.sha256_json(saved["plan"]) if "plan" in saved else None
+        # Plain as a whole (a kept save was), so every part is: orjson writes it exactly.
+        plan_hash = canonical.sha256_bytes(canonical.compact_plain(saved["plan"])) if "plan" in saved else None
         with _advised(run_id):
             _check_run(root, run_id, saved, plan_hash)
         return saved
