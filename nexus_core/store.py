@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import stat
+from _thread import get_ident  # not threading: a read-only inspect never needs it (start-up)
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -171,7 +172,7 @@ def save_run(root: str, run: Run, *, keep: bool = False) -> Run:
 
 
 class _OwnSave(NamedTuple):
-    """The last save of this process that its caller asked to keep."""
+    """The last save of this thread that its caller asked to keep."""
 
     root: str
     run_id: str
@@ -180,7 +181,9 @@ class _OwnSave(NamedTuple):
     fd: int  # the written file, kept open: its inode number cannot go to another file
 
 
-_own_save: _OwnSave | None = None
+# Per thread (the dashboard verifies in worker threads): one thread's save or forget never
+# closes the descriptor another thread's reuse relies on.
+_own_saves: dict[int, _OwnSave] = {}
 
 
 def _identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
@@ -189,19 +192,17 @@ def _identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
 
 
 def _remember_own_save(root: str, run: Run, fd: int) -> None:
-    global _own_save
     try:
         info = os.fstat(fd)  # after the rename, which moved the inode's ctime
     except OSError:
         os.close(fd)
         return
-    _own_save = _OwnSave(root, run["id"], run, _identity(info), fd)
+    _own_saves[get_ident()] = _OwnSave(root, run["id"], run, _identity(info), fd)
 
 
 def forget_own_save() -> None:
-    """Drop the kept save (its run may be about to change, or is no longer needed)."""
-    global _own_save
-    entry, _own_save = _own_save, None
+    """Drop this thread's kept save (its run may be about to change, or is no longer needed)."""
+    entry = _own_saves.pop(get_ident(), None)
     if entry is not None:
         with contextlib.suppress(OSError):
             os.close(entry.fd)
@@ -393,7 +394,7 @@ def load_run(root: str, run_id: str, *, saved: Run | None = None) -> Run:
 
 
 def _is_own_save(root: str, run_id: str, run: Run) -> bool:
-    entry = _own_save
+    entry = _own_saves.get(get_ident())
     if entry is None or entry.run is not run or entry.root != root or entry.run_id != run_id:
         return False
     _path, info = _state_file(root, run_id)  # the refusals of a full load, in the same order

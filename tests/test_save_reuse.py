@@ -6,6 +6,7 @@ full."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -185,3 +186,18 @@ def test_general_path_save_is_not_kept(tmp_path: Path) -> None:
     project.create({**plan("r1", task_def("a")), "config": {"ratio": 0.5}})
     run = kept_save(project)
     assert store.load_run(project.dir, "r1", saved=run) is not run
+
+
+def test_another_threads_save_or_forget_leaves_this_threads_kept_save(project: Project, tmp_path: Path) -> None:
+    other = Project(tmp_path / "other")
+    other.create(plan("r1", task_def("a")))
+    run = kept_save(project)
+
+    def elsewhere() -> None:
+        kept_save(other)  # another thread's kept save of another project's run
+        store.forget_own_save()
+
+    worker = threading.Thread(target=elsewhere)
+    worker.start()
+    worker.join()
+    assert store.load_run(project.dir, "r1", saved=run) is run
