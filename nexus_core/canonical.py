@@ -153,14 +153,17 @@ class _Normaliser:
 
 
 # Checks on orjson's compact output with every digit deleted. A float keeps its fraction point
-# ("1.5" -> ".") or its exponent ("1e-7" -> "e-") right after the character that opens a value;
+# ("1.5" -> ".") or its exponent ("1e-7" -> "e-", "1e+21" -> "e+") right after the character
+# that opens a value inside a container (":", "[" or ","), or after its sign ("-1.5" -> "-.");
 # an all-digit key ("42", the only kind that can be index-like) becomes an empty key. Inside a
 # string, where every quote is escaped, these can only raise a false alarm (the general path
-# then runs), never hide a number or a key.
-_FRACTION = re.compile(rb"\.(?<=[:\[,-]\.)[,}\]e]")
-_NEGATIVE_EXPONENT = re.compile(rb"e-(?<=[:\[,-]e-)")
-_POSITIVE_EXPONENT = re.compile(rb"e\+(?<=[:\[,-]e\+)")
+# then runs), never hide a number or a key. The sign is only looked for after a value opener,
+# so a hyphenated UUID group such as "-12e-" (in every run) raises no false alarm.
+_FRACTION = re.compile(rb"\.(?:(?<=[:\[,]\.)|(?<=[:\[,]-\.))[,}\]e]")
+_NEGATIVE_EXPONENT = re.compile(rb"e-(?:(?<=[:\[,]e-)|(?<=[:\[,]-e-))")
+_POSITIVE_EXPONENT = re.compile(rb"e\+(?:(?<=[:\[,]e\+)|(?<=[:\[,]-e\+))")
 _EXACT_INDEX_KEY = re.compile(rb'[{,]"(?:0|[1-9][0-9]{0,9})":')
+_EMPTY_KEY = re.compile(rb'"":(?<=[{,]"":)')  # '{"":' or ',"":' in one scan
 _DIGITS = b"0123456789"
 
 
@@ -201,7 +204,7 @@ def _text_is_plain(data: bytes) -> bool:
     shape = data.translate(None, _DIGITS)
     if _FRACTION.search(shape) or _NEGATIVE_EXPONENT.search(shape) or _POSITIVE_EXPONENT.search(shape):
         return False
-    return not ((b'{"":' in shape or b',"":' in shape) and _EXACT_INDEX_KEY.search(data))
+    return not (_EMPTY_KEY.search(shape) and _EXACT_INDEX_KEY.search(data))
 
 
 _BYTES_PER_CONTAINER = 300  # which of the two checks is cheaper (either is a proof)
@@ -274,7 +277,8 @@ def last_member_plain(value: dict[str, Any], data: bytes, key: str) -> bytes:
 
 
 def compact_plain(value: Any) -> bytes:
-    """``compact(value)`` as UTF-8 for a value ``parse_plain`` returned, or any part of one."""
+    """``compact(value)`` as UTF-8 for a value ``parse_plain`` returned or the plain path wrote
+    (``_plain_bytes`` found it plain), or any part of one."""
     if _orjson is None or not isinstance(value, dict | list):
         return compact(value).encode("utf-8")
     return _orjson.dumps(value)  # type: ignore[no-any-return]
@@ -369,15 +373,23 @@ def envelope_texts(run: Any) -> tuple[str, str]:
 
 def envelope_bytes(run: Any) -> tuple[bytes, bytes]:
     """``envelope_texts`` as UTF-8 (what a save writes), without a round trip through str."""
+    payload, text, _plain = envelope_parts(run)
+    return payload, text
+
+
+def envelope_parts(run: Any) -> tuple[bytes, bytes, bool]:
+    """``envelope_bytes`` and whether the plain path wrote them (then the run holds no float,
+    no integer beyond 2^53, no index-like key and no lone surrogate: what a parse of the file
+    gives serialises to the same bytes as the run itself)."""
     plain = _plain_bytes(run)
     if plain is not None:
         digest = hashlib.sha256(plain).hexdigest()
         # The compact envelope, as the next load of this file checks it: plain parts only.
         remember_plain(b'{"schemaVersion":1,"sha256":"' + digest.encode() + b'","run":' + plain + b"}")
         envelope = {"schemaVersion": 1, "sha256": digest, "run": run}
-        return plain, _orjson.dumps(envelope, option=_orjson.OPT_INDENT_2)
+        return plain, _orjson.dumps(envelope, option=_orjson.OPT_INDENT_2), True
     payload, text = general_envelope_texts(run)
-    return payload.encode("utf-8"), text.encode("utf-8")
+    return payload.encode("utf-8"), text.encode("utf-8"), False
 
 
 def general_envelope_texts(run: Any) -> tuple[str, str]:

@@ -58,6 +58,33 @@ def signal_name(number: int) -> str:
         return f"SIG{number}"
 
 
+def wait_exited(child: subprocess.Popen[bytes], timeout: float) -> None:
+    """``child.wait(timeout)`` without its polling (it sleeps 1, 2, 4... ms between looks): on a
+    system with process descriptors, sleep until the child has exited or ``timeout`` passed.
+    Raises ``subprocess.TimeoutExpired`` as ``wait`` does."""
+    import select
+    import subprocess
+
+    if child.returncode is not None:
+        return
+    try:
+        pidfd = os.pidfd_open(child.pid)
+    except (AttributeError, OSError):
+        child.wait(timeout=timeout)
+        return
+    try:
+        # Reaped in between (an interrupt's poll()): the pid may belong to another process now,
+        # so the descriptor is not waited on.
+        if child.returncode is not None:
+            return
+        ready, _, _ = select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)
+    if not ready:
+        raise subprocess.TimeoutExpired(child.args, timeout)
+    child.wait()
+
+
 def run_check(
     root: str,
     check: dict[str, Any],
@@ -125,7 +152,7 @@ def run_check(
             selector.close()
             if not timed_out:
                 try:
-                    child.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    wait_exited(child, max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     timed_out = True
             if timed_out:

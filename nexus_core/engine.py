@@ -27,7 +27,16 @@ from .locks import (
 )
 from .paths import overlap, root_of, safe_target
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
-from .store import RUNS, Run, check_state_file, load_run, remove_dead_temp_files, run_path, save_run
+from .store import (
+    RUNS,
+    Run,
+    check_state_file,
+    forget_own_save,
+    load_run,
+    remove_dead_temp_files,
+    run_path,
+    save_run,
+)
 from .timeutil import iso_from_ms, now_iso, now_ms
 from .validate import ident, is_integer, text
 
@@ -216,28 +225,36 @@ def mutate(
     op: Callable[[str, Run], Any],
     patient: bool = False,
     patience: float | None = None,
+    reuse: Run | None = None,
+    keep: bool = False,
 ) -> Run:
     """Lock, load, change, save. ``patient`` (saves inside an operation that already began)
     retries the lock for ``patience`` seconds (default PATIENT_LOCK_SECONDS) instead of failing
     at once; ``op`` runs on the freshly loaded run, so it re-checks ownership and applies only
-    its own change."""
+    its own change. ``reuse`` and ``keep``: see ``store.load_run``'s ``saved`` and
+    ``store.save_run``'s ``keep`` (an operation of several saves loads its own last save
+    without parsing it again while nobody else has written the file)."""
     root = root_of(directory)
     # An unknown run (or a bad run id) is refused before the lock would create
     # .bmad-plus/nexus: a refused command leaves the disk as it was.
     check_state_file(root, run_id)
     if not patient:
         with writer_lock(root):
-            run = load_run(root, run_id)
-            op(root, run)
-            return save_run(root, run)
+            return _change(root, run_id, op, reuse, keep)
     token = _acquire_patiently(root, PATIENT_LOCK_SECONDS if patience is None else patience)
     try:
         remove_dead_temp_files(root)
-        run = load_run(root, run_id)
-        op(root, run)
-        return save_run(root, run)
+        return _change(root, run_id, op, reuse, keep)
     finally:
         release_writer(root, token)
+
+
+def _change(root: str, run_id: str, op: Callable[[str, Run], Any], reuse: Run | None, keep: bool) -> Run:
+    """Load, change, save, under writer.lock."""
+    run = load_run(root, run_id, saved=reuse)
+    forget_own_save()  # ``op`` may change the kept run and then fail: only a save keeps it again
+    op(root, run)
+    return save_run(root, run, keep=keep)
 
 
 # ----------------------------------------------------------------- evidence
@@ -698,12 +715,14 @@ def _run_checks(
     progress: Progress | None,
     should_stop: Callable[[], bool] | None,
     interrupt: _OperatorInterrupt,
-) -> bool:
-    """Run the checks in order, saving each receipt; True when stopped before the end."""
+    saved: Run,
+) -> tuple[bool, Run]:
+    """Run the checks in order, saving each receipt: (True when stopped before the end, the
+    run as last saved). ``saved`` is the run as verify_task saved it (kept, see ``mutate``)."""
     checks = definition["checks"]
     stopped = False
     for index, check in enumerate(checks):
-        before = load_run(root, run_id)
+        before = load_run(root, run_id, saved=saved)
         if not _owns_verification(before, task_id, attempt_id, verification_id):
             raise fail("Verification ownership changed; no further command was launched.")
         current = latest(task_of(before, task_id))
@@ -744,7 +763,15 @@ def _run_checks(
             assert attempt is not None
             attempt["verification"]["checks"].append(receipt)
 
-        saved = mutate(directory, run_id, save_receipt, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS)
+        saved = mutate(
+            directory,
+            run_id,
+            save_receipt,
+            patient=True,
+            patience=VERIFY_SAVE_PATIENCE_SECONDS,
+            reuse=saved,
+            keep=True,
+        )
         if progress:
             progress(
                 {
@@ -766,7 +793,7 @@ def _run_checks(
             or saved_attempt["cancellation"]["status"] == "requested"
         ):
             break
-    return stopped or interrupt.requested
+    return stopped or interrupt.requested, saved
 
 
 def verify_task(
@@ -823,55 +850,64 @@ def verify_task(
         }
         ids["attempt"] = attempt["id"]
 
-    prepared = mutate(directory, run_id, prepare)
-    root = prepared["project"]
-    definition = definition_of(prepared, task_id)
+    # Each save of this verification is kept, so the next step (the pre-check of the next command,
+    # the receipt's save, the finalisation) loads it back without a parse while nobody else has
+    # written the file; nothing below changes a loaded run outside a mutate.
+    prepared = mutate(directory, run_id, prepare, keep=True)
     attempt_id = ids["attempt"]
-    with interrupt.armed():
-        stopped = _run_checks(
-            directory,
-            root,
-            run_id,
-            task_id,
-            definition,
-            attempt_id,
-            verification_id,
-            environment,
-            progress,
-            should_stop,
-            interrupt,
-        )
+    try:
+        root = prepared["project"]
+        definition = definition_of(prepared, task_id)
+        with interrupt.armed():
+            stopped, last_saved = _run_checks(
+                directory,
+                root,
+                run_id,
+                task_id,
+                definition,
+                attempt_id,
+                verification_id,
+                environment,
+                progress,
+                should_stop,
+                interrupt,
+                prepared,
+            )
 
-    def finalize(root: str, run: Run) -> None:
-        if not _owns_verification(run, task_id, attempt_id, verification_id):
-            raise fail("Stale verification finalization was rejected.")
-        task = task_of(run, task_id)
-        attempt = latest(task)
-        assert attempt is not None
-        verification = attempt["verification"]
-        problem: str | None = None
-        try:
-            protected_snapshot(root, definition)
-            if not canonical.same(scope_snapshot(root, definition["scope"]), verification["scopeHashes"]) or not (
-                canonical.same(files_snapshot(root, definition["artifacts"], True), verification["artifactHashes"])
-            ):
-                problem = "Checked files changed during verification."
-        except Exception as error:
-            problem = message_of(error)
-        receipts = verification["checks"]
-        uncertain = (
-            stopped or attempt["cancellation"]["status"] == "requested" or any(r.get("timedOut") for r in receipts)
-        )
-        passed = (
-            problem is None
-            and not uncertain
-            and len(receipts) == len(definition["checks"])
-            and all(r.get("exitCode") == 0 and not r.get("error") and not r.get("signal") for r in receipts)
-        )
-        verification["status"] = "ambiguous" if uncertain else ("passed" if passed else "failed")
-        verification["problem"] = problem
-        verification["endedAt"] = now_iso()
-        if not passed:
-            task["integration"] = "rejected"
+        def finalize(root: str, run: Run) -> None:
+            if not _owns_verification(run, task_id, attempt_id, verification_id):
+                raise fail("Stale verification finalization was rejected.")
+            task = task_of(run, task_id)
+            attempt = latest(task)
+            assert attempt is not None
+            verification = attempt["verification"]
+            problem: str | None = None
+            try:
+                protected_snapshot(root, definition)
+                if not canonical.same(scope_snapshot(root, definition["scope"]), verification["scopeHashes"]) or not (
+                    canonical.same(files_snapshot(root, definition["artifacts"], True), verification["artifactHashes"])
+                ):
+                    problem = "Checked files changed during verification."
+            except Exception as error:
+                problem = message_of(error)
+            receipts = verification["checks"]
+            uncertain = (
+                stopped or attempt["cancellation"]["status"] == "requested" or any(r.get("timedOut") for r in receipts)
+            )
+            passed = (
+                problem is None
+                and not uncertain
+                and len(receipts) == len(definition["checks"])
+                and all(r.get("exitCode") == 0 and not r.get("error") and not r.get("signal") for r in receipts)
+            )
+            verification["status"] = "ambiguous" if uncertain else ("passed" if passed else "failed")
+            verification["problem"] = problem
+            verification["endedAt"] = now_iso()
+            if not passed:
+                task["integration"] = "rejected"
 
-    return mutate(directory, run_id, finalize, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS)
+        return mutate(
+            directory, run_id, finalize, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS, reuse=last_saved
+        )
+    finally:
+        forget_own_save()

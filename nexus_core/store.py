@@ -6,7 +6,9 @@ import contextlib
 import os
 import re
 import stat
-from typing import Any
+from _thread import get_ident  # not threading: a read-only inspect never needs it (start-up)
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from . import canonical
 from .errors import NexusError, fail
@@ -66,7 +68,11 @@ def unsafe_reason(info: os.stat_result, *, root_may_own: bool = False) -> str | 
     return None
 
 
-def atomic_write(root: str, file: str, text: str | bytes) -> None:
+def atomic_write(root: str, file: str, text: str | bytes, *, keep_open: bool = False) -> int | None:
+    """Write ``file`` whole or not at all: a temporary, fsync, rename, fsync of the directory.
+
+    ``keep_open``: return the written file's descriptor, still open (the caller closes it), so
+    its inode cannot be freed and given to another file while the caller relies on it."""
     target = safe_target(root, file)
     make_dirs(os.path.dirname(target))
     import uuid  # here, not at the top: a read-only inspect never writes (start-up time)
@@ -81,11 +87,16 @@ def atomic_write(root: str, file: str, text: str | bytes) -> None:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
-        os.close(fd)
-        fd = -1
+        if not keep_open:
+            os.close(fd)
+            fd = -1
         safe_target(root, file)
         os.rename(temp, target)
         _fsync_dir(os.path.dirname(target))
+        if not keep_open:
+            return None
+        kept, fd = fd, -1
+        return kept
     finally:
         if fd >= 0:
             os.close(fd)
@@ -119,10 +130,16 @@ def _fsync_dir(path: str) -> None:
 
 def envelope_data(run: Run) -> tuple[bytes, bytes]:
     """(payload, file content) as UTF-8 for a run; raises when over the state limit."""
-    payload, text = canonical.envelope_bytes(run)
+    payload, data, _plain = _envelope_parts(run)
+    return payload, data
+
+
+def _envelope_parts(run: Run) -> tuple[bytes, bytes, bool]:
+    """``envelope_data`` and whether the plain path wrote it (``canonical.envelope_parts``)."""
+    payload, text, plain = canonical.envelope_parts(run)
     if len(payload) > STATE_LIMIT:
         raise fail("Run exceeds the 16 MiB state limit.")
-    return payload, text + b"\n"
+    return payload, text + b"\n", plain
 
 
 def envelope_text(run: Run) -> tuple[str, str]:
@@ -131,22 +148,73 @@ def envelope_text(run: Run) -> tuple[str, str]:
     return payload.decode("utf-8"), data.decode("utf-8")
 
 
-def save_run(root: str, run: Run) -> Run:
+def save_run(root: str, run: Run, *, keep: bool = False) -> Run:
+    """Save ``run`` (atomically, durably) and return it.
+
+    ``keep``: remember this save, so that ``load_run(root, id, saved=run)`` may hand the same
+    object back while the file is still the one written here (see ``load_run``)."""
+    forget_own_save()
     run["updatedAt"] = now_iso()
     run["sequence"] += 1
     try:
-        _payload, data = envelope_data(run)
+        _payload, data, plain = _envelope_parts(run)
     except NexusError:
         run["sequence"] -= 1
         raise
-    atomic_write(root, run_path(run["id"]), data)
+    # Only a plain save is kept: its run serialises to the same bytes as a parse of the file
+    # (no float, no big integer, no index-like key, no lone surrogate to respell).
+    written_fd = atomic_write(root, run_path(run["id"]), data, keep_open=keep and plain)
+    if written_fd is not None:
+        _remember_own_save(root, run, written_fd)
     # The caller gets the run it just saved, not a re-parsed copy (that copy cost a full parse
     # of up to 16 MiB per save); it serialises to exactly the bytes on disk.
     return run
 
 
+class _OwnSave(NamedTuple):
+    """The last save of this thread that its caller asked to keep."""
+
+    root: str
+    run_id: str
+    run: Run
+    identity: tuple[int, int, int, int, int]
+    fd: int  # the written file, kept open: its inode number cannot go to another file
+
+
+# Per thread (the dashboard verifies in worker threads): one thread's save or forget never
+# closes the descriptor another thread's reuse relies on.
+_own_saves: dict[int, _OwnSave] = {}
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    # ctime too: any later write, chmod or utime of this inode moves it (and no call sets it).
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _remember_own_save(root: str, run: Run, fd: int) -> None:
+    try:
+        info = os.fstat(fd)  # after the rename, which moved the inode's ctime
+    except OSError:
+        os.close(fd)
+        return
+    _own_saves[get_ident()] = _OwnSave(root, run["id"], run, _identity(info), fd)
+
+
+def forget_own_save() -> None:
+    """Drop this thread's kept save (its run may be about to change, or is no longer needed)."""
+    entry = _own_saves.pop(get_ident(), None)
+    if entry is not None:
+        with contextlib.suppress(OSError):
+            os.close(entry.fd)
+
+
 def check_state_file(root: str, run_id: str) -> str:
     """The run's state file path, refused when missing, unsafe or too large (no read)."""
+    return _state_file(root, run_id)[0]
+
+
+def _state_file(root: str, run_id: str) -> tuple[str, os.stat_result]:
+    """``check_state_file`` and what its lstat found."""
     rel = run_path(run_id)
     path = safe_target(root, rel)
     try:
@@ -158,7 +226,7 @@ def check_state_file(root: str, run_id: str) -> str:
         raise fail(f"Unsafe run state file {path}: {reason}; it was not used or changed.")
     if info.st_size > LOAD_LIMIT:
         raise fail("Run state exceeds the size limit.")
-    return path
+    return path, info
 
 
 def read_state_bytes(root: str, run_id: str) -> tuple[str, bytes]:
@@ -182,8 +250,15 @@ def parse_run(root: str, run_id: str, raw: bytes) -> Run:
     A refusal keeps the SPEC's message first and adds the way out (a fresh run), since
     nothing here is ever repaired.
     """
-    try:
+    with _advised(run_id):
         return _checked_run(root, run_id, raw)
+
+
+@contextlib.contextmanager
+def _advised(run_id: str) -> Iterator[None]:
+    """A refusal of a load keeps the SPEC's message first and adds the way out."""
+    try:
+        yield
     except NexusError as error:
         raise NexusError(error.message + fresh_run_advice(run_id)) from None
 
@@ -208,7 +283,17 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
         envelope.get("schemaVersion") != 1
         or isinstance(envelope.get("schemaVersion"), bool)
         or envelope.get("sha256") != run_hash
-        or run.get("schemaVersion") != 1
+    ):
+        raise foreign
+    _check_run(root, run_id, run, plan_hash)
+    return run
+
+
+def _check_run(root: str, run_id: str, run: Run, plan_hash: str | None) -> None:
+    """The checks of loadRun past the envelope's: identity, plan integrity, lifecycle records."""
+    foreign = fail("Corrupt or foreign run state; original bytes were preserved.")
+    if (
+        run.get("schemaVersion") != 1
         or run.get("id") != run_id
         or run.get("project") != root
         or not _is_int(run.get("sequence"))
@@ -235,7 +320,6 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
         for attempt in task["attempts"]:
             if not _valid_attempt(attempt, task["id"], run_id, seen):
                 raise fail("Invalid attempt lifecycle record.")
-    return run
 
 
 def _general_hashes(raw: bytes) -> tuple[dict[str, Any], Run, str, str | None]:
@@ -288,9 +372,33 @@ def _valid_attempt(attempt: object, task_id: str, run_id: str, seen: set[str]) -
     )
 
 
-def load_run(root: str, run_id: str) -> Run:
+def load_run(root: str, run_id: str, *, saved: Run | None = None) -> Run:
+    """The run, with every integrity check of loadRun (SPEC 2.3).
+
+    ``saved``: a run this process saved with ``save_run(..., keep=True)`` and has not changed
+    since (the caller vouches for that). While the state file is still the very file that save
+    wrote, ``saved`` itself is returned instead of a parse of the same bytes: same device,
+    inode, size, mtime and ctime as our write left it. Another writer replaces the file by a
+    rename, so it has another inode (ours cannot be reused while the save keeps it open), and
+    any write, chmod or utime of our inode moves its ctime. The checks past the checksum still
+    run on ``saved``; the checksum holds by construction (a plain save's run serialises to the
+    bytes it wrote, property-tested in test_canonical_fast_path)."""
+    if saved is not None and _is_own_save(root, run_id, saved):
+        # Plain as a whole (a kept save was), so every part is: orjson writes it exactly.
+        plan_hash = canonical.sha256_bytes(canonical.compact_plain(saved["plan"])) if "plan" in saved else None
+        with _advised(run_id):
+            _check_run(root, run_id, saved, plan_hash)
+        return saved
     _, raw = read_state_bytes(root, run_id)
     return parse_run(root, run_id, raw)
+
+
+def _is_own_save(root: str, run_id: str, run: Run) -> bool:
+    entry = _own_saves.get(get_ident())
+    if entry is None or entry.run is not run or entry.root != root or entry.run_id != run_id:
+        return False
+    _path, info = _state_file(root, run_id)  # the refusals of a full load, in the same order
+    return _identity(info) == entry.identity
 
 
 def list_run_ids(root: str) -> list[str]:
