@@ -45,6 +45,9 @@ def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable
 def then(*steps: Callable[[Pilot[None]], Awaitable[None]]) -> Callable[[Pilot[None]], Awaitable[None]]:
     async def run_before(pilot: Pilot[None]) -> None:
         await asyncio.wait_for(pilot.app.loaded.wait(), 60)  # type: ignore[attr-defined]
+        # The focused run's full inspection arrives from the scanner after "loaded": wait for it,
+        # or a screen drawn over the detail pane (help) can catch that pane half filled.
+        await select(pilot, pilot.app.pane.run_id)  # type: ignore[attr-defined]
         await pilot.pause()
         for step in steps:
             await step(pilot)
@@ -84,6 +87,9 @@ def test_filter_on_tasks_needing_attention(snap_compare: Any, demo_app: Callable
 
 def test_help_screen(snap_compare: Any, demo_app: Callable[[], Any]) -> None:
     async def pick(pilot: Pilot[None]) -> None:
+        # A task selected first, as in the other views: the detail pane behind the help screen is
+        # then filled before the screenshot (with the default focus it could still be filling).
+        await select(pilot, "release", "release-notes")
         await pilot.press("question_mark")
 
     assert snap_compare(demo_app(), terminal_size=SIZE, run_before=then(pick))
