@@ -64,21 +64,26 @@ def discover_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
+def directory_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-d/--directory DIR`` (repeatable, completing directories), shared by the bare form and serve."""
+    return click.option(
+        "-d",
+        "--directory",
+        "directories",
+        multiple=True,
+        metavar="DIR",
+        shell_complete=complete_directory,
+        help=help_text,
+    )
+
+
 @click.group(
     name="nexus-tui",
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Live dashboard of nexus runs: one tab per project directory.",
 )
-@click.option(
-    "-d",
-    "--directory",
-    "directories",
-    multiple=True,
-    metavar="DIR",
-    shell_complete=complete_directory,
-    help="Project directory (repeat for several tabs; default: the current directory).",
-)
+@directory_option("Project directory (repeat for several tabs; default: the current directory).")
 @click.option("--poll", is_flag=True, help="No file watcher: rescan every second instead.")
 @click.option("--read-only", "read_only", is_flag=True, help="Disable every action that changes state.")
 @click.option("--demo", is_flag=True, help="Build a demo project in a temporary directory (real core) and open it.")
@@ -204,15 +209,7 @@ if __name__ == "__main__":
     help="Serve the dashboard to browsers (one dashboard process per browser session), on 127.0.0.1 "
     "with an access token in the printed URL. Sessions are read-only unless --allow-actions.",
 )
-@click.option(
-    "-d",
-    "--directory",
-    "directories",
-    multiple=True,
-    metavar="DIR",
-    shell_complete=complete_directory,
-    help="Project directory to serve (repeat for several tabs; also accepted before 'serve').",
-)
+@directory_option("Project directory to serve (repeat for several tabs; also accepted before 'serve').")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (non-loopback: warned).")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
 @click.option("--allow-actions", is_flag=True, help="Let browser sessions change state (each action still asks first).")

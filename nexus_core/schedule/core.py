@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ENGINE_PREFIX, NexusError
-from ..hostinfo import hostname, pid_alive
+from ..hostinfo import hostname, pid_alive, usable_pid
 from ..paths import root_of
 from ..store import check_state_file, run_path
 from ..timeutil import iso_from_ms
@@ -68,11 +68,10 @@ def runner_gone(pid: object, host: object, started: object) -> bool:
     """True when the claiming process is certainly gone; another host's cannot be told."""
     if host != hostname():
         return False
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid < 1:
+    local = usable_pid(pid)
+    if local is None or not pid_alive(local):
         return True
-    if not pid_alive(pid):
-        return True
-    return started is not None and process_started(pid) != started
+    return started is not None and process_started(local) != started
 
 
 # ----------------------------------------------------------------- shapes

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import definition_of, is_active, latest
-from ..hostinfo import hostname, pid_alive
+from ..hostinfo import hostname, pid_alive, usable_pid
 from ..timeutil import now_ms
 from .events import Snapshot, View, _observations, heartbeat_stale
 
@@ -56,9 +56,9 @@ class TaskState:
 def _pid_gone(owner: object, this_host: str, alive: Callable[[int], bool]) -> bool:
     if not isinstance(owner, dict) or owner.get("hostname") != this_host:
         return False  # another host: we cannot tell, so it may still be running
-    owner_pid = owner.get("pid")
-    if not isinstance(owner_pid, int) or isinstance(owner_pid, bool) or owner_pid < 1:
-        return True
+    owner_pid = usable_pid(owner.get("pid"))
+    if owner_pid is None:
+        return True  # no pid that can be probed: nothing of ours can still be running under it
     return not alive(owner_pid)
 
 
