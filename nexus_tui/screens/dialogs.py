@@ -50,6 +50,7 @@ class ActionDialog(NexusDialog[dict[str, Any] | None]):
         self.preview = preview
         self.shown_text = display or (lambda text: text)
         self.answered = False
+        self.errors_shown = False  # once shown, errors follow every edit (and clear when fixed)
         self.prefilled: dict[str, tuple[str, str]] = {}  # field id -> (shown value, original)
 
     # -- layout
@@ -151,6 +152,20 @@ class ActionDialog(NexusDialog[dict[str, Any] | None]):
         event.stop()
         self.show_errors(operations.validate(self.preview, self.values()))
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.recheck_errors()
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        self.recheck_errors()
+
+    def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
+        self.recheck_errors()
+
+    def recheck_errors(self) -> None:
+        """After a refused confirm, each edit re-validates: an error leaves as its field is fixed."""
+        if self.errors_shown:
+            self.show_errors(operations.validate(self.preview, self.values()))
+
     def confirm(self) -> None:
         if self.answered:
             return  # a second press while the dialog closes must not act twice
@@ -163,6 +178,7 @@ class ActionDialog(NexusDialog[dict[str, Any] | None]):
         self.dismiss(values)
 
     def show_errors(self, errors: dict[str, str]) -> None:
+        self.errors_shown = bool(errors)
         self.query_one("#dialog-error", Static).update(plain("\n".join(errors.values())))
 
     def action_cancel(self) -> None:

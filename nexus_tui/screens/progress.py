@@ -176,7 +176,8 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
             result.update(plain(self.shown_text(words)))
             result.add_class("passed" if self._succeeded() else "failed")
         self.query_one("#progress-step", Static).update(plain("Stopped" if self.stop_requested.is_set() else "Done"))
-        self.query_one("#stop", Button).disabled = True
+        # The work ended: Stop (or "Stopping…") has nothing left to act on; Close is the one button.
+        self.query_one("#stop", Button).display = False
         close = self.query_one("#close", Button)
         close.disabled = False
         close.focus()

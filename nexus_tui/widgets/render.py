@@ -115,24 +115,30 @@ def flag_cell(on: bool, word: str) -> Text:
     return Text(word, style=themed("bold $error")) if on else Text("—", style="dim")
 
 
+def accepted_cells(accepted: int, total: int, width: int) -> int:
+    """How many of ``width`` cells the "Accepted" bar fills: none at 0, all only when every task
+    is accepted, and at least one for any accepted task (so 1/200 is not drawn as 0/200)."""
+    if total <= 0 or accepted <= 0:
+        return 0
+    if accepted >= total:
+        return width
+    return min(width - 1, max(1, accepted * width // total))
+
+
 def progress_cell(view: RunView, width: int = 8) -> Text:
+    """The "Accepted" column: a bar of the accepted share and ``accepted/total`` (the States
+    column has the other states)."""
     total = view.total
     if view.loading:
         return Text("loading…", style="dim italic")
     if total == 0:
         return Text("no tasks" if view.error is None else "unreadable", style="dim")
+    accepted = view.count("accepted")
+    filled = accepted_cells(accepted, total, width)
     bar = Text()
-    used = 0
-    for state, count in view.counts:
-        cells = round(width * count / total)
-        cells = min(cells, width - used)
-        if cells <= 0 and count:
-            continue
-        bar.append("█" * cells, style=state_style(state, "") if state != NOT_STARTED else themed("$panel"))
-        used += cells
-    if used < width:
-        bar.append("░" * (width - used), style=themed("$panel"))
-    bar.append(f" {view.count('accepted')}/{total}")
+    bar.append("█" * filled, style=state_style("accepted", ""))
+    bar.append("░" * (width - filled), style=themed("$panel"))
+    bar.append(f" {accepted}/{total}")
     return bar
 
 
