@@ -671,10 +671,49 @@ class _OperatorInterrupt:
 
     def __init__(self) -> None:
         self.requested = False
+        self.stop_requested = False  # through ``should_stop`` (a worker thread's Stop)
         self.child: subprocess.Popen[bytes] | None = None
 
     def track(self, child: subprocess.Popen[bytes] | None) -> None:
         self.child = child
+        if self.stop_requested:
+            self._terminate()  # spawned just after the stop was asked
+
+    def request_stop(self) -> None:
+        """``should_stop`` turned true: the running check gets SIGTERM and the verification ends
+        as ambiguous (never passed), as after Ctrl+C; no further check starts."""
+        self.stop_requested = True
+        self._terminate()
+
+    def _terminate(self) -> None:
+        child = self.child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(OSError):
+                child.terminate()
+
+    @contextlib.contextmanager
+    def watching(self, should_stop: Callable[[], bool] | None) -> Iterator[None]:
+        """Poll ``should_stop`` while the checks run, so a stop does not wait for the running check."""
+        if should_stop is None:
+            yield
+            return
+        import threading
+
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(STOP_POLL_SECONDS):
+                if should_stop():
+                    self.request_stop()
+                    return
+
+        watcher = threading.Thread(target=watch, name="nexus-verify-stop", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
 
     def _handle(self, _signum: int, _frame: object) -> None:
         if self.requested:
@@ -701,6 +740,8 @@ class _OperatorInterrupt:
 
 
 INTERRUPTED_CHECK = "Interrupted by the operator (SIGINT); the check was stopped."
+STOPPED_CHECK = "Stopped on the operator's request (SIGTERM); the check was stopped."
+STOP_POLL_SECONDS = 0.1
 
 
 def _run_checks(
@@ -748,9 +789,25 @@ def _run_checks(
             protected_snapshot(root, definition)
             if not canonical.same(scope_snapshot(root, definition["scope"]), verification["scopeHashes"]):
                 raise fail("Checked files changed before the next verification command.")
-            receipt = run_check(root, check, attempt_id, environment, on_spawn=interrupt.track)
+
+            def spawned(child: subprocess.Popen[bytes] | None, index: int = index, check_id: str = check["id"]) -> None:
+                interrupt.track(child)
+                if child is not None and progress:
+                    progress(
+                        {
+                            "event": "check-spawned",
+                            "index": index,
+                            "total": len(checks),
+                            "check": check_id,
+                            "pid": child.pid,
+                        }
+                    )
+
+            receipt = run_check(root, check, attempt_id, environment, on_spawn=spawned)
             if interrupt.requested:
                 receipt["error"] = INTERRUPTED_CHECK
+            elif interrupt.stop_requested and receipt.get("signal"):
+                receipt["error"] = STOPPED_CHECK
             receipt["artifactHashes"] = canonical.copy(verification["artifactHashes"])
             receipt["scopeSnapshotHash"] = canonical.sha256_json(verification["scopeHashes"])
         except Exception as error:
@@ -793,7 +850,7 @@ def _run_checks(
             or saved_attempt["cancellation"]["status"] == "requested"
         ):
             break
-    return stopped or interrupt.requested, saved
+    return stopped or interrupt.requested or interrupt.stop_requested, saved
 
 
 def verify_task(
@@ -805,9 +862,10 @@ def verify_task(
 ) -> Run:
     """Run the task's checks (outside the lock) and record the verdict.
 
-    ``progress`` receives ``{"event": "check-started"|"check-finished", "index", "total", ...}``;
-    ``should_stop`` is polled between checks: a stop request records what ran and ends the
-    verification as ambiguous, never passed.
+    ``progress`` receives ``{"event": "check-started"|"check-spawned"|"check-finished", "index",
+    "total", ...}`` (``check-spawned`` carries the check's ``pid``); ``should_stop`` is polled
+    while the checks run: a stop request sends SIGTERM to the running check, records what ran
+    and ends the verification as ambiguous, never passed.
     """
     verification_id = str(uuid.uuid4())
     environment = check_environment()
@@ -858,7 +916,7 @@ def verify_task(
     try:
         root = prepared["project"]
         definition = definition_of(prepared, task_id)
-        with interrupt.armed():
+        with interrupt.armed(), interrupt.watching(should_stop):
             stopped, last_saved = _run_checks(
                 directory,
                 root,

@@ -582,7 +582,7 @@ class _LaunchHooks(Hooks):
         self.child_pid = child_pid
         if self.progress is not None:
             with contextlib.suppress(Exception):
-                self.progress({"event": "spawned", "pid": child_pid})
+                self.progress({"event": "spawned", "pid": child_pid, "attemptId": self.attempt_id})
         self.writer = _StateWriter(
             self.directory, self.run_id, self.task_id, self.attempt_id, self.backend, child_pid, self.progress
         )

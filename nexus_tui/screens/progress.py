@@ -1,7 +1,7 @@
 """verify and launch with live progress: the core call runs in a thread worker, which only
 posts messages; this screen turns them into "check i of n", the elapsed time and the current
-command, and offers Stop (the core's ``should_stop``: never a passed verification, and the
-launched child gets SIGTERM)."""
+command, and offers Stop (the core's ``should_stop``: the running check or the launched child
+gets SIGTERM; never a passed verification)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,10 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
         self.error: str | None = None
         self.finished = False
         self.events: list[str] = []
+        # What runs right now (for the quit dialog): the attempt, and the child with its pid.
+        self.attempt_id: str | None = preview.seen.attempt_id if preview.action == "verify" else None
+        self.child: str | None = None
+        self.child_pid: int | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -134,7 +138,11 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
         if kind == "check-started":
             step.update(plain(f"Check {event['index'] + 1} of {event['total']}: {event['check']}"))
             command.update(plain(self.shown_text(" ".join(str(part) for part in event.get("command", [])))))
+            self.child = f"check {event['check']} ({event['index'] + 1} of {event['total']})"
+        elif kind == "check-spawned":
+            self.child_pid = event.get("pid")
         elif kind == "check-finished":
+            self.child_pid = None
             outcome = "passed" if event.get("exitCode") == 0 and not event.get("error") else "did not pass"
             words = f"{event['check']}: exit code {json_word(event.get('exitCode'))}"
             if event.get("timedOut"):
@@ -144,12 +152,15 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
             self._add_event(f"{'✓' if outcome == 'passed' else '✗'} {words}")
         elif kind == "spawned":
             step.update(plain(f"Process running (pid {event.get('pid')})"))
+            self.child, self.child_pid = "the launched process", event.get("pid")
+            self.attempt_id = event.get("attemptId") or self.attempt_id
             self._add_event(f"spawned pid {event.get('pid')}")
         elif kind == "heartbeat":
             self._add_event(f"heartbeat {event.get('count')}", replace_prefix="heartbeat")
         elif kind == "heartbeat-skipped":
             self._add_event(f"heartbeat skipped ({event.get('count')}): writer.lock busy")
         elif kind == "finished":
+            self.child_pid = None
             self._add_event(f"process ended: outcome {event.get('outcome')}, reason {event.get('reason')}")
 
     def _add_event(self, line: str, replace_prefix: str | None = None) -> None:
@@ -183,6 +194,18 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
         close.focus()
         self._tick()
 
+    def running_words(self) -> str:
+        """What still runs, in one sentence (the quit dialog's): action, task, attempt, child, pid, time."""
+        words = f"{self.preview.action} of task {self.preview.task_id} (run {self.preview.run_id})"
+        if self.attempt_id:
+            words += f", attempt {self.attempt_id}"
+        if self.child:
+            words += f": {self.child}"
+        words += f", pid {self.child_pid}" if self.child_pid else ", no child running"
+        if self.stop_requested.is_set():
+            words += ", stop requested"
+        return f"{words}; running for {elapsed_text(self.clock() - self.started_at)}"
+
     def _succeeded(self) -> bool:
         if self.result is None:
             return False
@@ -214,7 +237,7 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
         stop = self.query_one("#stop", Button)
         stop.label = "Stopping…"
         stop.disabled = True
-        self._add_event("stop requested: the current check or process ends first")
+        self._add_event("stop requested: the running check or process gets SIGTERM")
 
     def action_close(self) -> None:
         if self.finished:

@@ -54,7 +54,7 @@ def test_a_task_goes_from_nothing_to_accepted_and_every_call_is_logged(tmp_path:
     events: list = []
     _run(root, "verify", log=log, progress=events.append)
     assert latest(root, "a")["verification"]["status"] == "passed"
-    assert [e["event"] for e in events] == ["check-started", "check-finished"]
+    assert [e["event"] for e in events] == ["check-started", "check-spawned", "check-finished"]
     assert events[0]["total"] == 1 and events[0]["check"] == "result-ok"
     _run(root, "accept", log=log)
     assert task_of(root, "a")["integration"] == "accepted"
