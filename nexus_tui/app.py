@@ -32,6 +32,8 @@ from .logic.selection import Selection
 from .logic.session import ProjectSession
 from .scanning import ProjectScanned, ScanRequests
 from .screens.help import HelpScreen
+from .screens.progress import ProgressScreen
+from .screens.quit import QuitScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.project_pane import ProjectPane, RunFocused
@@ -329,6 +331,17 @@ class NexusApp(App[None]):
     def _after_action(self) -> None:
         self.request_scan(everything=True)
         self._show_log(True)
+
+    async def action_quit(self) -> None:
+        """Ctrl+Q, q and the palette's Quit: at once, unless a verify or a launch still runs;
+        then the quit dialog says what runs and offers stop, wait or cancel."""
+        if isinstance(self.screen, QuitScreen):
+            return
+        running = [s for s in self.screen_stack if isinstance(s, ProgressScreen) and not s.finished]
+        if running:
+            self.push_screen(QuitScreen(running))
+        else:
+            self.exit()
 
     def action_recovery_guide(self) -> None:
         self.flow.open_recovery(self.selection().project or "")
