@@ -21,11 +21,13 @@ from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from nexus_core.errors import message_of
 from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import now_ms
 
 from . import actions
 from .action_flow import ActionFlow
+from .logic.demo import DemoBuild
 from .logic.model import ProjectSnapshot
 from .logic.operations import OPERATIONS
 from .logic.selection import Selection
@@ -36,6 +38,7 @@ from .screens.progress import ProgressScreen
 from .screens.quit import QuitScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
+from .widgets.demo_progress import DemoProgress
 from .widgets.project_pane import ProjectPane, RunFocused
 
 TICK_SECONDS = 1.0
@@ -68,8 +71,11 @@ class NexusApp(App[None]):
         rescan_seconds: float | None = None,
         tick: bool = True,
         display_path: Callable[[str], str] | None = None,
+        demo: DemoBuild | None = None,
     ) -> None:
         super().__init__()
+        self.demo = demo  # --demo: built by a worker once the first frame is drawn
+        self.demo_error: str | None = None
         self.directories = [os.path.abspath(d) for d in directories] or [os.getcwd()]
         self.poll = poll
         self.read_only = read_only
@@ -109,6 +115,8 @@ class NexusApp(App[None]):
 
     # -- layout
     def compose(self) -> ComposeResult:
+        if self.demo is not None:
+            yield DemoProgress()
         with TabbedContent(id="projects"):
             for session in self.sessions:
                 with TabPane(session.label, id=f"tab-{session.index}"):
@@ -125,6 +133,8 @@ class NexusApp(App[None]):
             self._requests.ask(session.index, everything=True)
             if self.use_watcher:
                 self._watch_project(session)
+        if self.demo is not None:
+            self._build_demo(self.demo)
         if self.tick:
             self.set_interval(TICK_SECONDS, self._on_tick)
         if self.rescan_seconds:
@@ -143,6 +153,8 @@ class NexusApp(App[None]):
             pane.restyle(now)
 
     def on_unmount(self) -> None:
+        if self.demo is not None:
+            self.demo.stop()
         self._requests.close()
         for session in self.sessions:
             if session.watch_stop is not None:
@@ -180,6 +192,30 @@ class NexusApp(App[None]):
                     self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths())))
 
         self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
+
+    # -- the demo (--demo): built after the first frame, its steps shown as they come
+    @work(thread=True, group="demo", exit_on_error=False)
+    def _build_demo(self, demo: DemoBuild) -> None:
+        try:
+            notes = demo.run(lambda text: self.post_message(DemoProgress.Step(text)))
+        except Exception as error:
+            self.post_message(DemoProgress.Built([], message_of(error)))
+        else:
+            self.post_message(DemoProgress.Built(notes, None))
+
+    def on_demo_progress_step(self, message: DemoProgress.Step) -> None:
+        self.query_one(DemoProgress).show_step(message.text)
+
+    def on_demo_progress_built(self, message: DemoProgress.Built) -> None:
+        self.demo_error = message.error
+        if message.error is not None:
+            self.query_one(DemoProgress).show_failure(message.error)
+            self.notify(terminal_safe(message.error), title="demo", severity="error", markup=False)
+            return
+        self.query_one(DemoProgress).remove()
+        for note in message.notes:
+            self.notify(terminal_safe(note), title="demo", severity="warning", markup=False)
+        self.request_scan(everything=True)
 
     @on(RunFocused)
     def _run_focused(self, message: RunFocused) -> None:

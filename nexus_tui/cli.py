@@ -111,13 +111,10 @@ def run_dashboard(options: DashboardOptions) -> int:
     directories = list(options.directories)
     demo_dir = None
     if options.demo:
-        from .logic.demo import build_demo_in_temp
+        import tempfile
 
-        try:
-            demo_dir = build_demo_in_temp()
-        except Exception as error:
-            print(f"Nexus: could not build the demo: {error}", file=sys.stderr)
-            return 1
+        # Built by the dashboard once its first frame is on screen (progress shown there).
+        demo_dir = os.path.realpath(tempfile.mkdtemp(prefix="nexus-demo-"))
         directories = [demo_dir, *directories]
     if options.discover is None:
         directories = directories or [os.getcwd()]
@@ -127,7 +124,9 @@ def run_dashboard(options: DashboardOptions) -> int:
             print(f"Nexus: {terminal_safe(problem, one_line=True)}", file=sys.stderr)
             return 1
     from .app import NexusApp
+    from .logic.demo import DemoBuild
 
+    demo = DemoBuild(demo_dir) if demo_dir else None
     if options.discover is not None:
         if not os.path.isdir(options.discover):
             print(f"Nexus: not a directory: {options.discover}", file=sys.stderr)
@@ -140,10 +139,14 @@ def run_dashboard(options: DashboardOptions) -> int:
             directories=directories,
             poll=options.poll,
             read_only=options.read_only,
+            demo=demo,
         )
     else:
-        app = NexusApp(directories, poll=options.poll, read_only=options.read_only)
+        app = NexusApp(directories, poll=options.poll, read_only=options.read_only, demo=demo)
     app.run()
+    if app.demo_error is not None:
+        print(f"Nexus: could not build the demo: {terminal_safe(app.demo_error, one_line=True)}", file=sys.stderr)
+        return 1
     if demo_dir:
         print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
     return 0

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import tempfile
+import subprocess
+import sys
 import textwrap
 import time
 import uuid
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexus_core import canonical, engine, process, timeutil
+from nexus_core.errors import message_of
 from nexus_core.hostinfo import hostname as this_hostname
 from nexus_core.locks import WRITER_LOCK
 from nexus_core.store import load_run, make_dirs
@@ -311,6 +313,17 @@ def _add_process_task(driver: _Driver) -> str | None:
     return None
 
 
+# What build_demo reports, in order, to ``progress`` (one line per step).
+DEMO_STEPS = (
+    "checks, workers and briefs",
+    "run 'release': a dependency chain, a failed verification and its retry, a cancelled attempt, "
+    "the process task, stale evidence, an overdue attempt",
+    "run 'docs-site': two accepted tasks",
+    "run 'hotfix': a blocked attempt",
+    "writer.lock left by a dead process",
+)
+
+
 def build_demo(
     directory: str,
     *,
@@ -318,11 +331,21 @@ def build_demo(
     seed: int | None = None,
     identity: tuple[int, str] | None = None,
     with_process: bool | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> DemoInfo:
     """Fill ``directory`` (empty or missing) with the demo project. Restores the real clock.
 
     ``start`` (epoch seconds) and ``seed`` make times and ids deterministic; ``identity``
-    (pid, host) replaces this process's pid and host in what gets recorded and in the lock."""
+    (pid, host) replaces this process's pid and host in what gets recorded and in the lock.
+    Without ``identity`` the pids recorded (verifier, supervisor) are this process's: build in
+    a process of its own (:class:`DemoBuild`) so that they name a process that has exited.
+    ``progress`` is told each of :data:`DEMO_STEPS` as it starts."""
+    step = iter(DEMO_STEPS)
+
+    def announce() -> None:
+        if progress is not None:
+            progress(next(step))
+
     os.makedirs(directory, exist_ok=True)
     root = os.path.realpath(directory)
     if start is None:
@@ -334,15 +357,20 @@ def build_demo(
     timeutil.set_clock(clock)
     try:
         with _seeded_uuids(seed), _identity(identity):
+            announce()
             _write(root, "checks/content.py", CONTENT_CHECK)
             _write(root, "checks/lint.sh", LINT)
             _write(root, "workers/bench.py", WORKER)
             _write(root, "briefs/bench.md", "Run the benchmark and write out/bench/bench.txt.\n")
             _write(root, "docs/guide.md", "# Guide\n")
+            announce()
             process_ok = _build_release(root, clock, with_process, notes)
+            announce()
             _build_docs_site(root, clock)
+            announce()
             _build_hotfix(root, clock)
             clock.advance(300)
+            announce()
             write_dead_writer_lock(root, identity[1] if identity else this_hostname())
             finished = clock.now
     finally:
@@ -440,10 +468,73 @@ def write_dead_writer_lock(root: str, host: str) -> str:
     return path
 
 
-def build_demo_in_temp(progress: Callable[[str], None] | None = None) -> str:
-    directory = tempfile.mkdtemp(prefix="nexus-demo-")
-    info = build_demo(directory)
-    if progress:
-        for note in info.notes:
-            progress(note)
-    return info.directory
+class DemoBuildFailed(Exception):
+    """The demo builder process failed; the message is its own."""
+
+
+class DemoBuild:
+    """``nexus-tui --demo``'s build: :func:`build_demo` in a child process (``python -m
+    nexus_tui.logic.demo DIR``), so that the dashboard draws its first frame at once and the pids
+    the demo records (verifier, supervisor) are the builder's, which has exited once the
+    dashboard shows them (never the dashboard's own pid, which is alive). Its stdout is one
+    ``step``/``note`` line each, read by :meth:`run`."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._child: subprocess.Popen[str] | None = None
+        self._stopped = False
+
+    def run(self, progress: Callable[[str], object]) -> list[str]:
+        """Build (blocking: a worker thread calls it); each step goes to ``progress``; returns
+        the notes (what could not be built); raises DemoBuildFailed."""
+        command = [sys.executable, "-m", "nexus_tui.logic.demo", self.directory]
+        notes: list[str] = []
+        problem: list[str] = []
+        with subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as child:
+            self._child = child
+            if self._stopped:
+                child.terminate()
+            assert child.stdout is not None and child.stderr is not None
+            for line in child.stdout:
+                kind, _, text = line.rstrip("\n").partition("\t")
+                if kind == "step":
+                    progress(text)
+                elif kind == "note":
+                    notes.append(text)
+                elif kind == "error":
+                    problem.append(text)
+            errors = child.stderr.read()
+        if child.returncode != 0:
+            why = problem[0] if problem else (errors.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
+            raise DemoBuildFailed(why)
+        return notes
+
+    def stop(self) -> None:
+        """Stop a build still running (the dashboard quits before it ended)."""
+        self._stopped = True
+        child = self._child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(OSError):
+                child.terminate()
+
+
+def main(argv: list[str]) -> int:
+    """The builder process: ``python -m nexus_tui.logic.demo DIR``."""
+
+    def say(kind: str, text: str) -> None:
+        print(f"{kind}\t{' '.join(text.split())}", flush=True)
+
+    try:
+        info = build_demo(argv[0], progress=lambda line: say("step", line))
+    except Exception as error:
+        say("error", message_of(error))
+        return 1
+    for note in info.notes:
+        say("note", note)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
