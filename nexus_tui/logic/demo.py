@@ -511,6 +511,11 @@ class DemoBuild:
             raise DemoBuildFailed(why)
         return notes
 
+    @property
+    def pid(self) -> int | None:
+        """The builder process's pid once it started."""
+        return self._child.pid if self._child is not None else None
+
     def stop(self) -> None:
         """Stop a build still running (the dashboard quits before it ended)."""
         self._stopped = True

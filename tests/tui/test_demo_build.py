@@ -15,7 +15,7 @@ from dashboard_kit import eventually, loaded, quiet_app
 
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_tui.logic import recovery
-from nexus_tui.logic.demo import DEMO_STEPS, DemoBuild
+from nexus_tui.logic.demo import DEMO_STEPS, DemoBuild, DemoBuildFailed
 from nexus_tui.widgets.demo_progress import STARTING, DemoProgress
 
 GATE_SECONDS = 30
@@ -88,3 +88,31 @@ def test_the_demo_records_pids_that_mean_what_they_say(tmp_path: Path) -> None:
     # The guide's liveness sentences agree: every pid it names is not running.
     sentences = [line for s in recovery.classify_project(directory) for line in [*s.known, *s.checks] if "pid " in line]
     assert sentences and all("is not running" in line for line in sentences), sentences
+
+
+async def test_a_failed_demo_build_is_shown_and_remembered(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    app = quiet_app([str(tmp_path)], demo=DemoBuild(str(blocker / "demo")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await eventually(pilot, lambda: app.demo_error is not None, timeout=60)
+        assert "The demo could not be built" in str(app.query_one(DemoProgress).render())
+    assert "Not a directory" in str(app.demo_error)  # the builder's own error (FileExistsError's words)
+
+
+def test_stopping_the_build_ends_the_builder_process(tmp_path: Path) -> None:
+    build = DemoBuild(str(tmp_path / "demo"))
+    children: list[int] = []
+
+    def first_step(_text: str) -> None:
+        if build.pid is not None and not children:
+            children.append(build.pid)
+            build.stop()
+
+    try:
+        build.run(first_step)
+    except DemoBuildFailed:
+        pass
+    else:
+        raise AssertionError("a stopped build must not report success")
+    assert children and owner_liveness(hostname(), children[0]) == "dead"
