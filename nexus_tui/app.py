@@ -115,8 +115,6 @@ class NexusApp(App[None]):
 
     # -- layout
     def compose(self) -> ComposeResult:
-        if self.demo is not None:
-            yield DemoProgress()
         with TabbedContent(id="projects"):
             for session in self.sessions:
                 with TabPane(session.label, id=f"tab-{session.index}"):
@@ -134,6 +132,8 @@ class NexusApp(App[None]):
             if self.use_watcher:
                 self._watch_project(session)
         if self.demo is not None:
+            # Mounted here, not composed: every app's layout (--discover's too) gets the line.
+            self.mount(DemoProgress(), before=self.query_one("#projects"))
             self._build_demo(self.demo)
         if self.tick:
             self.set_interval(TICK_SECONDS, self._on_tick)

@@ -116,3 +116,19 @@ def test_stopping_the_build_ends_the_builder_process(tmp_path: Path) -> None:
     else:
         raise AssertionError("a stopped build must not report success")
     assert children and owner_liveness(hostname(), children[0]) == "dead"
+
+
+async def test_the_demo_builds_under_discover_too(tmp_path: Path) -> None:
+    from nexus_tui.discover_app import DiscoverApp
+
+    directory = str(tmp_path / "demo")
+    os.mkdir(directory)
+    build = GatedBuild(directory)
+    app = DiscoverApp(str(tmp_path), directories=[directory], demo=build, watch=False, rescan_seconds=0, tick=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await eventually(pilot, lambda: bool(app.query(DemoProgress)))
+        line = app.query_one(DemoProgress)
+        build.gate.set()
+        await eventually(pilot, lambda: not app.query(DemoProgress), timeout=60)
+        await eventually(pilot, lambda: app.panes[0].runs.row_count == 3)
+    assert line.steps == [STARTING, *DEMO_STEPS]
