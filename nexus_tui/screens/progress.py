@@ -201,6 +201,8 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
             words += f", attempt {self.attempt_id}"
         if self.child:
             words += f": {self.child}"
+        if self.finished:
+            return f"{words}: ended after {elapsed_text((self.ended_at or self.clock()) - self.started_at)}"
         words += f", pid {self.child_pid}" if self.child_pid else ", no child running"
         if self.stop_requested.is_set():
             words += ", stop requested"

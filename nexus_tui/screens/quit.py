@@ -65,10 +65,16 @@ class QuitScreen(NexusDialog[None]):
 
     def _tick(self) -> None:
         self.query_one("#quit-running", Static).update(self._running_text())
-        if self.waiting_since is None:
-            return
         if not self.unfinished():
-            self.app.exit()
+            if self.waiting_since is not None:
+                self.app.exit()
+                return
+            # It ended while the operator was reading: nothing left to stop or wait for.
+            self.query_one("#dialog-title", Static).update(plain("Quit: the work has ended"))
+            self.query_one("#wait", Button).display = False
+            self.query_one("#stop", Button).label = "Quit (s)"
+            return
+        if self.waiting_since is None:
             return
         verb = "Stopping" if self.stopping else "Waiting for the work to end"
         waited = elapsed_text(self.clock() - self.waiting_since)

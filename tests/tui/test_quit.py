@@ -10,7 +10,7 @@ from typing import Any
 from dashboard_kit import eventually, loaded, quiet_app
 from process_support import pid_alive
 from textual.command import CommandList, CommandPalette
-from textual.widgets import Static
+from textual.widgets import Button, Static
 from tui_actions_support import latest, make_project, process_task_plan, record, start, write_result
 
 from nexus_tui.app import NexusApp
@@ -150,3 +150,25 @@ async def test_quit_with_nothing_running_exits_at_once(tmp_path: Path) -> None:
         await loaded(app, pilot)
         await pilot.press("ctrl+q")
         await _until_exited(app)
+
+
+async def test_the_quit_dialog_follows_work_that_ends_while_it_is_open(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    start(root, "a")
+    write_result(root, "a")
+    record(root, "a")
+    hold = root / "hold"
+    hold.write_text("")
+    app = quiet_app([str(root)])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await _running(app, pilot, "verify", "a")
+        await pilot.press("ctrl+q")
+        await eventually(pilot, lambda: isinstance(app.screen, QuitScreen))
+        hold.unlink()  # the check ends by itself, no choice made yet
+        await eventually(pilot, lambda: "ended after" in _quit_text(app))
+        assert app.is_running  # nothing was chosen: the dialog still asks
+        await eventually(pilot, lambda: str(app.screen.query_one("#stop", Button).label) == "Quit (s)")
+        await pilot.press("s")
+        await _until_exited(app)
+    assert latest(root, "a")["verification"]["status"] == "passed"
