@@ -824,40 +824,56 @@ def _evidence_stale(facts: _TaskFacts) -> list[Situation] | None:
     ]
 
 
+# How an ended attempt is named in the guide (its real state, never "failed" for all), and
+# what the operator should settle before another attempt.
+_ENDED_QUESTIONS = {
+    "failed": ("Why did it fail?", "Fix the cause before the next attempt."),
+    "cancelled": ("Why was it cancelled?", "Settle that before the next attempt."),
+    "verification failed": (
+        "Why did its verification fail?",
+        "Fix the cause (in the work or in its checks) before the next attempt.",
+    ),
+}
+
+
 def _ended(facts: _TaskFacts) -> list[Situation] | None:
     """An attempt that ended failed or cancelled, or whose verification failed: retry or not."""
     attempt, verification, definition, task = facts.attempt, facts.verification, facts.definition, facts.task
-    if not (attempt["execution"] in ("failed", "cancelled") or verification["status"] == "failed"):
+    execution_ended = attempt["execution"] in ("failed", "cancelled")
+    verification_failed = verification["status"] == "failed"
+    if not (execution_ended or verification_failed):
         return None
-    failed_words = (
-        f"verification failed ({verification.get('problem') or 'a check did not pass'})"
-        if verification["status"] == "failed"
-        else f"execution {attempt['execution']}"
-    )
+    state = attempt["execution"] if execution_ended else "verification failed"
+    how = [f"execution {attempt['execution']}"] if execution_ended else []
+    if verification_failed:
+        how.append(f"verification failed ({verification.get('problem') or 'a check did not pass'})")
+    ended_words = ", ".join(how)
+    why, before_next = _ENDED_QUESTIONS[state]
     retry_action = "launch" if definition.get("execution") else "retry"
     if len(task["attempts"]) >= definition["maxAttempts"]:
         return [
             facts.situation(
                 "budget-spent",
-                f"{facts.task_id}: failed with no attempt left",
+                f"{facts.task_id}: {state} with no attempt left",
                 [
                     facts.known_attempt,
-                    f"The last attempt ended: {failed_words}.",
-                    f"All {definition['maxAttempts']} attempt(s) are used: the task is explicitly failed.",
+                    f"The last attempt ended: {ended_words}.",
+                    f"All {definition['maxAttempts']} attempt(s) are used: no new attempt can start in this run.",
                 ],
-                ["Is the failure in the work or in the plan (checks, deadline, budget)?"],
+                [f"{why} Is the cause in the work or in the plan (checks, deadline, budget)?"],
                 "Nothing more can run in this run; create a fresh run from the same (or a corrected) plan.",
                 fresh_run=facts.fresh_run(),
             )
         ]
     if not definition["idempotent"] and (attempt.get("reconciliation") or {}).get("retrySafe") is not True:
+        outcome = f"'{attempt['execution']}'" if execution_ended else "'failed' (the work did not pass its checks)"
         return [
             facts.situation(
                 "retry-needs-reconcile",
-                f"{facts.task_id}: failed; a retry needs a retry-safe reconciliation",
-                [facts.known_attempt, f"The attempt ended: {failed_words}.", "The task is not idempotent."],
+                f"{facts.task_id}: {state}; a retry needs a retry-safe reconciliation",
+                [facts.known_attempt, f"The attempt ended: {ended_words}.", "The task is not idempotent."],
                 ["Is redoing this task's work harmless (no duplicated external effects)?"],
-                "Reconcile 'failed' with retry-safe ticked, then retry.",
+                f"Reconcile {outcome} with retry-safe ticked, then retry.",
                 next_action="reconcile",
                 then=[retry_action],
             )
@@ -865,13 +881,13 @@ def _ended(facts: _TaskFacts) -> list[Situation] | None:
     return [
         facts.situation(
             "retry-ready",
-            f"{facts.task_id}: failed; a retry is possible",
+            f"{facts.task_id}: {state}; a retry is possible",
             [
                 facts.known_attempt,
-                f"The attempt ended: {failed_words}.",
+                f"The attempt ended: {ended_words}.",
                 f"{len(task['attempts'])} of {definition['maxAttempts']} attempt(s) used.",
             ],
-            ["Why did it fail? Fix the cause before the next attempt."],
+            [f"{why} {before_next}"],
             "Retry: a new attempt starts from the current workspace.",
             next_action=retry_action,
         )
