@@ -147,12 +147,12 @@ def process_identity(backend: Backend) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Choice:
-    """Radio buttons: one of ``choices``."""
+    """Radio buttons: one of ``choices``, ``default`` pressed (None: none is, the operator picks)."""
 
     key: str
     label: str
     choices: tuple[str, ...]
-    default: str
+    default: str | None
 
 
 @dataclass(frozen=True)

