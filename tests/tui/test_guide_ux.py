@@ -75,3 +75,33 @@ async def test_no_reconcile_outcome_is_preselected_from_the_guide_or_the_key(tmp
         await pilot.pause()
     assert tree_fingerprint(str(root)) == before
     assert task_plan  # the kit's plan helper is shared by the tests below
+
+
+async def test_cancel_is_offered_only_while_the_attempt_runs(tmp_path: Path) -> None:
+    """Issue 13 item 5: a finished (here verified) attempt offers no cancel, the gate says why;
+    a running one does."""
+    from tui_actions_support import record, write_result
+
+    from nexus_tui.logic import operations
+    from nexus_tui.logic.operations import Target
+
+    root = make_project(tmp_path, [task_plan("done"), task_plan("busy")])
+    start(root, "done")
+    write_result(root, "done")
+    record(root, "done")
+    engine.verify_task(str(root), "demo", "done")
+    start(root, "busy")
+    run = engine.load_run(str(root), "demo")
+    reason = operations.OPERATIONS["cancel"].unavailable(Target(str(root), run, "done", None))
+    assert reason is not None and "has ended" in reason and "nothing to cancel" in reason
+    assert "reconcile" in reason
+    assert operations.OPERATIONS["cancel"].unavailable(Target(str(root), run, "busy", None)) is None
+    app = quiet_app([str(root)])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await select(pilot, "demo", "done")
+        assert not app.check_action("act", ("cancel",))
+        assert "Cancel attempt" not in {command.title for command in app.get_system_commands(app.screen)}
+        await select(pilot, "demo", "busy")
+        assert app.check_action("act", ("cancel",)) is True
+        assert "Cancel attempt" in {command.title for command in app.get_system_commands(app.screen)}

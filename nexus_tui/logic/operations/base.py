@@ -255,7 +255,13 @@ class Operation:
 
     # -- availability: a cheap mirror of the core's preconditions (no hashing)
     def unavailable(self, target: Target) -> str | None:
+        """Why the dashboard does not offer this action on ``target`` now (None: offered)."""
         raise NotImplementedError
+
+    def core_refusal(self, target: Target) -> str | None:
+        """The part of ``unavailable`` that mirrors the core's own refusal; the rest is
+        ``TaskOperation.withheld``, where the core would accept but the dashboard does not offer."""
+        return self.unavailable(target)
 
     # -- the dialog
     def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
@@ -405,6 +411,10 @@ class TaskOperation(Operation):
     """An action on one task of a run (every action but recover-lock and create)."""
 
     def unavailable(self, target: Target) -> str | None:
+        refusal = self.core_refusal(target)
+        return refusal if refusal is not None else self.withheld(_context(target))
+
+    def core_refusal(self, target: Target) -> str | None:
         if target.run is None or target.task_id is None:
             return "Select a task first."
         try:
@@ -415,6 +425,11 @@ class TaskOperation(Operation):
 
     def unavailable_for(self, context: TaskContext) -> str | None:
         raise NotImplementedError
+
+    def withheld(self, context: TaskContext) -> str | None:
+        """Why the dashboard does not offer an action the core would accept here (it would do
+        nothing useful, or harm); None by default."""
+        return None
 
     def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
         root = root_of(directory)

@@ -233,6 +233,21 @@ class Cancel(OnAttempt):
             return "Cancellation is already recorded; reconcile it."
         return None
 
+    def withheld(self, context: TaskContext) -> str | None:
+        # The core also cancels an ended attempt (SPEC 5.11: it becomes active again, stale and
+        # overdue, until reconciled), which stops nothing: offered only while something runs.
+        attempt = context.attempt
+        assert attempt is not None
+        execution = attempt["execution"]
+        if execution in ("running", "blocked") or attempt["verification"]["status"] == "running":
+            return None
+        if execution == "ambiguous":
+            return "Nothing runs to cancel: the outcome is ambiguous; reconcile it with what you observed."
+        return (
+            f"The attempt has ended (execution '{execution}'): there is nothing to cancel. "
+            "To record another outcome, reconcile it."
+        )
+
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         attempt = context.attempt
         assert attempt is not None
@@ -244,16 +259,22 @@ class Cancel(OnAttempt):
         if is_process:
             preview.backend = process_identity(attempt["backend"])
         change = f"Records a cancellation request on attempt {context.short_attempt} of {context.where}."
-        if attempt["execution"] in ("running", "blocked"):
+        working = attempt["execution"] in ("running", "blocked")
+        if working:
             change += f" Its execution goes from '{attempt['execution']}' to 'ambiguous'."
         preview.changes = [change, "The attempt stays active until you reconcile it."]
-        preview.cautions = [
-            (
+        preview.cautions = []
+        if working:
+            preview.cautions.append(
                 "The original supervisor sees the request at its next poll and sends SIGTERM to its child."
                 if is_process
                 else "Nothing is signalled: stop the host worker yourself, then reconcile."
             )
-        ]
+        if attempt["verification"]["status"] == "running":
+            preview.cautions.append(
+                "The running verification stops before its next check (the current one is not killed) "
+                "and its result becomes 'ambiguous'."
+            )
 
     def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         need_text(values, errors, "reason", "Reason")
