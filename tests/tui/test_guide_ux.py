@@ -105,3 +105,44 @@ async def test_cancel_is_offered_only_while_the_attempt_runs(tmp_path: Path) -> 
         await select(pilot, "demo", "busy")
         assert app.check_action("act", ("cancel",)) is True
         assert "Cancel attempt" in {command.title for command in app.get_system_commands(app.screen)}
+
+
+async def test_a_cancellation_from_the_cli_under_an_open_accept_is_named_not_refused(tmp_path: Path) -> None:
+    """Issue 13 item 4: open accept, cancel the attempt with `nexus cancel` from another process,
+    confirm: the dialog's "changed while the dialog was open" message names the cancellation
+    (not the core's refusal), and nothing more is written."""
+    import json
+    import subprocess
+    import sys
+
+    from tui_actions_support import record, write_result
+
+    root = make_project(tmp_path)
+    start(root, "a")
+    write_result(root, "a")
+    record(root, "a")
+    engine.verify_task(str(root), "demo", "a")
+    reason = tmp_path / "cancel.json"
+    reason.write_text(json.dumps({"reason": "stop it"}))
+    app = quiet_app([str(root)])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await select(pilot, "demo", "a")
+        await pilot.press("A")
+        dialog = await _dialog(app, pilot)
+        assert dialog.preview.action == "accept"
+        cancelled = subprocess.run(
+            [sys.executable, "-m", "nexus_core.cli", "cancel", "demo", "a", "--input", str(reason), "-d", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert cancelled.returncode == 0, cancelled.stderr
+        before = tree_fingerprint(str(root))
+        await pilot.click("#confirm")
+        await eventually(pilot, lambda: bool(app.flow.log.entries))
+        entry = app.flow.log.entries[-1]
+        assert not entry.ok and "changed while the dialog was open" in entry.result, entry.result
+        assert "cancellation: none -> requested" in entry.result
+        assert not entry.result.startswith("Nexus:")
+    assert tree_fingerprint(str(root)) == before

@@ -33,7 +33,6 @@ RECONCILE_OUTCOMES = ("completed", "failed", "cancelled")
 class _HostAttempt(NewAttempt):
     """start and retry: a new host attempt owned by the (editable) identity shown."""
 
-    compared: ClassVar[tuple[str, ...]] = ("attempt_id", "attempt_count", "integration")
     fields: ClassVar[tuple[Field, ...]] = (BackendIdentity(),)
     verb: ClassVar[str]
 
@@ -79,7 +78,6 @@ class Retry(_HostAttempt):
     confirm_label = "Retry"
     verb = "Retry"
     needs_previous = True
-    compared = ("attempt_id", "attempt_count", "execution", "verification_status", "cancellation", "integration")
 
     def contract_refusal(self, executable: bool) -> str | None:
         return "This task has an execution contract: launch retries it." if executable else None
@@ -93,7 +91,6 @@ class Record(OnAttempt):
     footer = True
     confirm_label = "Record"
     refuses_accepted = False
-    compared = ("attempt_id", "execution", "cancellation", "integration")
     fields = (
         Choice("outcome", "Outcome reported by the worker", RECORD_OUTCOMES, "completed"),
         Line("summary", "Summary (what the worker reported)", "e.g. tests written, build green"),
@@ -155,7 +152,8 @@ class Reconcile(OnAttempt):
     footer = True
     confirm_label = "Reconcile"
     destructive = True
-    compared = ("attempt_id", "execution", "verification_id", "verification_status", "cancellation", "integration")
+    also_compared = ("execution", "verification", "cancellation")  # the statement names them
+    compared = ("verification_id",)
     fields = (
         # No default: the outcome is the operator's observation, never a guess of the dashboard's.
         Choice("outcome", "What actually happened (your observation)", RECONCILE_OUTCOMES, None),
@@ -221,7 +219,7 @@ class Cancel(OnAttempt):
     help = "Request cancellation of the latest attempt (type the task id to confirm)."
     confirm_label = "Request cancellation"
     destructive = True
-    compared = ("attempt_id", "execution", "cancellation", "integration")
+    also_compared = ("execution", "verification")  # what ``withheld`` reads
     fields = (
         Line("reason", "Reason", "why this attempt must stop"),
         Line("typed", "Type the task id ({confirm}) to confirm"),
