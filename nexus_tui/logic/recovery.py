@@ -13,7 +13,14 @@ from typing import Any
 from nexus_core import canonical
 from nexus_core.errors import NexusError, message_of
 from nexus_core.hostinfo import hostname, owner_liveness
-from nexus_core.locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
+from nexus_core.locks import (
+    LOCK_RECOVERY_DIR,
+    RECOVERY_LOCK,
+    WRITER_LOCK,
+    lock_snapshot,
+    recovery_lock_hint,
+    recovery_lock_removal,
+)
 from nexus_core.observe import inspect_loaded
 from nexus_core.paths import root_of
 from nexus_core.plan import normalize_plan
@@ -365,7 +372,6 @@ def lock_situations(root: str) -> list[Situation]:
         owner = recovery["owner"] if isinstance(recovery.get("owner"), dict) else {}
         state = owner_liveness(owner.get("hostname"), owner.get("pid"))
         if state != "alive":
-            path = os.path.join(root, RECOVERY_LOCK)
             found.append(
                 Situation(
                     "recovery-lock-left",
@@ -378,7 +384,7 @@ def lock_situations(root: str) -> list[Situation]:
                         f"created {owner.get('createdAt')}.",
                         "While it exists every mutation and every lock recovery is refused.",
                         "Nexus has no command to remove it (as in the reference).",
-                        *_core_says(recovery_lock_hint(recovery)),
+                        *_core_says(recovery_lock_hint(recovery, root)),
                     ],
                     [
                         "Is the recovering process really gone?",
@@ -386,7 +392,7 @@ def lock_situations(root: str) -> list[Situation]:
                     ],
                     "After checking, remove recovery.lock by hand with the command below, then recover "
                     "writer.lock from the dashboard if it is still there.",
-                    command=f"rm -- {shlex.quote(path)}",
+                    command=recovery_lock_removal(root),
                     lock_hash=recovery["hash"],
                 )
             )

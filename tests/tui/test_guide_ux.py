@@ -146,3 +146,29 @@ async def test_a_cancellation_from_the_cli_under_an_open_accept_is_named_not_ref
         assert "cancellation: none -> requested" in entry.result
         assert not entry.result.startswith("Nexus:")
     assert tree_fingerprint(str(root)) == before
+
+
+async def test_the_status_bar_says_what_the_guide_says_about_a_dead_recovery_lock(tmp_path: Path) -> None:
+    """Issue 13 item 7: for a recovery.lock of a dead pid the status bar advises what the guide
+    does: inspect first, then the exact command that removes it by hand (never recover-lock,
+    which refuses while it exists)."""
+    import shlex
+
+    from dashboard_kit import status_text
+    from tui_actions_support import write_dead_recovery_lock
+
+    from nexus_tui.logic import recovery
+
+    root = make_project(tmp_path)
+    write_dead_recovery_lock(root)
+    command = f"rm -- {shlex.quote(str(root / '.bmad-plus/nexus/recovery.lock'))}"
+    guide = next(s for s in recovery.classify_project(str(root)) if s.kind == "recovery-lock-left")
+    assert guide.command == command
+    app = quiet_app([str(root)])
+    async with app.run_test(size=(200, 40)) as pilot:
+        await loaded(app, pilot)
+        status = status_text(app)
+        advice = status.split("recovery.lock", 1)[1]
+        assert "DEAD on this host: recover-lock" not in advice
+        assert "nexus inspect" in advice and command in advice, advice
+        assert advice.index("nexus inspect") < advice.index(command)  # inspect first, then remove
