@@ -30,7 +30,7 @@ from .logic.model import ProjectSnapshot
 from .logic.operations import OPERATIONS
 from .logic.selection import Selection
 from .logic.session import ProjectSession
-from .scanning import ProjectScanned, ScanRequests
+from .scanning import ProjectScanned, ScanRequests, undecodable_path_changed
 from .screens.help import HelpScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
@@ -85,6 +85,7 @@ class NexusApp(App[None]):
         ]
         self._requests = ScanRequests(len(self.sessions))
         self.scans_applied = 0
+        self.watch_backoffs = 0  # the watcher stopped on an error and waited (tests count them)
         self.loaded = asyncio.Event()
         self._flow: ActionFlow | None = None
         self._allowed: tuple[tuple[Any, ...], frozenset[str]] | None = None
@@ -275,8 +276,13 @@ class NexusApp(App[None]):
                     if changes:
                         self._on_changes(index, root or "", {path for _, path in changes})
                 failures = 0
-            except Exception:  # a watched scope vanished, or no watch left: the rescan covers
+            except Exception as error:
+                if undecodable_path_changed(error):
+                    self.request_scan(index, everything=True)  # which path is unknown: every run
+                    continue
+                # A watched scope vanished, or no watch left: the rescan covers.
                 failures += 1
+                self.watch_backoffs += 1
                 await self._sleep_or_stop(stop, min(30.0, 2.0**failures))
 
     @staticmethod
