@@ -85,7 +85,8 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
         self.finished = False
         self.events: list[str] = []
         # What runs right now (for the quit dialog): the attempt, and the child with its pid.
-        self.attempt_id: str | None = preview.seen.attempt_id if preview.action == "verify" else None
+        verified = preview.seen.facts.get("attempt") if preview.action == "verify" else None
+        self.attempt_id: str | None = verified if isinstance(verified, str) else None
         self.child: str | None = None
         self.child_pid: int | None = None
 
