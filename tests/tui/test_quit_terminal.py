@@ -37,11 +37,17 @@ def test_quit_during_a_launch_stops_the_child_and_exits(tmp_path: Path) -> None:
         terminal.wait_for(lambda s: "Quit: work is still running" in s and f"pid {child}" in s, "the quit dialog")
         terminal.keys("s")
 
-        def exit_status() -> str:  # "<exit status>" once the pane's process is gone, else ""
-            dead, _, status = terminal.tmux(
-                "display-message", "-p", "-t", "t", "#{pane_dead}:#{pane_dead_status}"
-            ).partition(":")
-            return status.strip() if dead == "1" else ""
+        def exit_status() -> str:  # "0", "1"... or "signal N" once the pane's process is gone, else ""
+            dead, status, signal_number = (
+                terminal.tmux(
+                    "display-message", "-p", "-t", "t", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"
+                )
+                .strip()
+                .split(":")
+            )
+            if dead != "1":
+                return ""
+            return status or (f"signal {signal_number}" if signal_number else "")
 
         try:
             terminal.wait_for(lambda _: exit_status() != "", "nexus-tui to exit")
