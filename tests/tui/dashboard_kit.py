@@ -192,3 +192,9 @@ def finish(root: str, run_id: str, task_id: str, summary: str = "done", accept: 
     engine.verify_task(root, run_id, task_id)
     if accept:
         engine.accept_task(root, run_id, task_id)
+
+
+def laid_out(screen: Any, selector: str) -> bool:
+    """Whether the widget is composed and has a size (a click before that lands nowhere)."""
+    found = screen.query(selector)
+    return bool(found) and found.first().region.width > 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dashboard_kit import cell, eventually, loaded, quiet_app
+from dashboard_kit import cell, eventually, laid_out, loaded, quiet_app
 from textual.app import App
 from textual.widgets import Button, Static
 from tui_actions_support import accepted, latest, make_project, process_task_plan, start, task_plan
@@ -95,7 +95,7 @@ async def test_the_progress_dialog_offers_close_once_the_stopped_launch_ended(tm
     async with app.run_test(size=(110, 44)) as pilot:
         app.flow.open("launch", str(root), "demo", "p")
         await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))
-        await eventually(pilot, lambda: app.screen.query_one("#confirm").region.width > 0)  # laid out
+        await eventually(pilot, lambda: laid_out(app.screen, "#confirm"))
         await pilot.click("#confirm")
         await eventually(pilot, lambda: isinstance(app.screen, ProgressScreen))
         screen = app.screen
@@ -118,7 +118,7 @@ async def test_a_validation_error_clears_as_soon_as_the_field_is_valid(tmp_path:
         app.flow.open("cancel", str(root), "demo", "a")
         await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))
         dialog = app.screen
-        await eventually(pilot, lambda: dialog.query_one("#confirm").region.width > 0)  # laid out
+        await eventually(pilot, lambda: laid_out(dialog, "#confirm"))
         error = dialog.query_one("#dialog-error", Static)
         dialog.query_one("#reason").value = "wrong branch"  # type: ignore[attr-defined]
         await pilot.click("#confirm")

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from dashboard_kit import eventually, loaded, quiet_app
+from dashboard_kit import eventually, laid_out, loaded, quiet_app
 from process_support import pid_alive
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, Static
@@ -35,7 +35,7 @@ async def _running(app: NexusApp, pilot: Any, action: str, task_id: str) -> Prog
     """Open ``action`` on the task through the dashboard's flow, confirm, and wait for its child."""
     app.flow.open(action, app.directories[0], "demo", task_id)
     await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))
-    await eventually(pilot, lambda: app.screen.query_one("#confirm").region.width > 0)  # laid out
+    await eventually(pilot, lambda: laid_out(app.screen, "#confirm"))
     await pilot.click("#confirm")
     await eventually(pilot, lambda: isinstance(app.screen, ProgressScreen))
     progress = app.screen
@@ -62,7 +62,7 @@ async def test_quit_during_a_launch_cancel_then_stop(tmp_path: Path) -> None:
         progress = await _running(app, pilot, "launch", "p")
         child = progress.child_pid
         assert child is not None and pid_alive(child)
-        assert latest(root, "p")["process"]["childPid"] == child
+        await eventually(pilot, lambda: latest(root, "p")["process"]["childPid"] == child)  # written after the event
 
         await pilot.press("ctrl+q")
         await eventually(pilot, lambda: isinstance(app.screen, QuitScreen))
