@@ -456,14 +456,14 @@ def _dead_owned_temps(root: str, rel: str, depth: int) -> list[str]:
     entries = _directory_entries(root, rel)
     if entries is None:
         return []
-    from .hostinfo import pid_alive
+    from .hostinfo import pid_liveness
 
     fd, names = entries
     found: list[str] = []
     try:
         for name in names:
             match = OWNED_TEMP.match(name)
-            if match and not pid_alive(int(match.group(1))):
+            if match and pid_liveness(int(match.group(1))) == "dead":
                 found.append(f"{rel}/{name}")
             elif depth and not name.endswith(TEMP_SUFFIX):
                 found += _dead_owned_temps(root, f"{rel}/{name}", depth - 1)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..engine import definition_of, is_active, latest
-from ..hostinfo import hostname, pid_alive, usable_pid
+from ..hostinfo import owner_gone
 from ..timeutil import now_ms
 from .events import Snapshot, View, _observations, heartbeat_stale
 
@@ -53,13 +52,10 @@ class TaskState:
         }
 
 
-def _pid_gone(owner: object, this_host: str, alive: Callable[[int], bool]) -> bool:
-    if not isinstance(owner, dict) or owner.get("hostname") != this_host:
-        return False  # another host: we cannot tell, so it may still be running
-    owner_pid = usable_pid(owner.get("pid"))
-    if owner_pid is None:
-        return True  # no pid that can be probed: nothing of ours can still be running under it
-    return not alive(owner_pid)
+def _owner_gone(owner: object) -> bool:
+    """A lock's or a running verification's owner record ({"pid", "hostname", ...}) whose process
+    can no longer run (``hostinfo.owner_gone``); one that does not parse is not judged here."""
+    return isinstance(owner, dict) and owner_gone(owner.get("hostname"), owner.get("pid"))
 
 
 def classify_task(
@@ -68,8 +64,6 @@ def classify_task(
     observation: dict[str, Any],
     dependencies_done: bool,
     now: int,
-    this_host: str,
-    alive: Callable[[int], bool] = pid_alive,
 ) -> TaskState:
     """Where one task stands (see the README's "settled" table)."""
     definition = definition_of(view, task["id"])
@@ -102,7 +96,7 @@ def classify_task(
     # Work in motion first: something is running that will change the state by itself.
     if verification.get("status") == "running":
         owner = verification.get("owner")
-        if _pid_gone(owner, this_host, alive):
+        if _owner_gone(owner):
             pid_text = owner.get("pid") if isinstance(owner, dict) else None
             return state("verifier-gone", OPERATOR, f"verification left running by pid {pid_text}, which is gone")
         return state("verifying", MOVING)
@@ -161,11 +155,8 @@ def _closure(view: View, task_id: str | None) -> list[str]:
     return [t for t in order if t in needed]
 
 
-def classify_run(
-    view: View, task_id: str | None = None, now: int | None = None, alive: Callable[[int], bool] = pid_alive
-) -> list[TaskState]:
+def classify_run(view: View, task_id: str | None = None, now: int | None = None) -> list[TaskState]:
     moment = now_ms() if now is None else now
-    this_host = hostname()
     observations = _observations(view)
     tasks = {t["id"]: t for t in view["tasks"]}
     states: dict[str, TaskState] = {}
@@ -175,7 +166,7 @@ def classify_run(
             return states[current]
         dependencies = [d for d in definition_of(view, current)["dependsOn"] if d not in trail]
         done = all(resolve(d, trail | {current}).category == DONE for d in dependencies)
-        result = classify_task(view, tasks[current], observations.get(current, {}), done, moment, this_host, alive)
+        result = classify_task(view, tasks[current], observations.get(current, {}), done, moment)
         states[current] = result
         return result
 
@@ -195,7 +186,7 @@ def _listing(states: list[TaskState]) -> str:
     return "; ".join(f"{s.task}: {s.state}" + (f" ({s.detail})" if s.detail else "") for s in states)
 
 
-def lock_problem(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) -> str | None:
+def lock_problem(snapshot: Snapshot) -> str | None:
     """A lock that blocks every mutation until an operator acts: unsafe, unreadable, or left by
     a process that is gone (on this host; another host's owner cannot be probed)."""
     for name, lock in snapshot.locks.items():
@@ -206,7 +197,7 @@ def lock_problem(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) -
         owner = lock.get("owner")
         if not isinstance(owner, dict):
             return f"{name}.lock has no readable owner; inspect it, then recover-lock"
-        if _pid_gone(owner, hostname(), alive):
+        if _owner_gone(owner):
             return f"{name}.lock was left by pid {owner.get('pid')}, which is gone; inspect it, then recover-lock"
     return None
 

@@ -16,12 +16,11 @@ from typing import Any
 from .. import canonical
 from ..engine import definition_of, latest
 from ..errors import NexusError
-from ..hostinfo import hostname, pid_alive
 from ..paths import root_of
 from ..store import run_path
 from ..terminal import terminal_safe
 from ..timeutil import iso_from_ms, now_ms
-from .classify import _pid_gone, classify_run
+from .classify import _owner_gone, classify_run
 from .events import Emit, Snapshot, View, _dict, _short, derive_events, heartbeat_stale, render_event, take_snapshot
 
 LOOP_TICK_CAP = 500
@@ -71,15 +70,14 @@ class LoopStop:
         self.event.set()
 
 
-def busy_reason(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) -> str | None:
+def busy_reason(snapshot: Snapshot) -> str | None:
     """Why a tick must not run now, or None."""
-    this_host = hostname()
     for name, lock in snapshot.locks.items():
         if lock is None:
             continue
         owner = _dict(lock.get("owner"))
         where = f"pid {owner.get('pid')} on {owner.get('hostname')}"
-        if _pid_gone(owner, this_host, alive):
+        if _owner_gone(owner):
             where += ", not alive here: inspect, then recover-lock"
         return f"{name}.lock held by {where}"
     if snapshot.view is None:
@@ -89,7 +87,7 @@ def busy_reason(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) ->
         if attempt is None:
             continue
         verification = attempt["verification"]
-        if verification.get("status") == "running" and not _pid_gone(verification.get("owner"), this_host, alive):
+        if verification.get("status") == "running" and not _owner_gone(verification.get("owner")):
             return f"a verification of {task['id']} is running"
         process = attempt.get("process") if isinstance(attempt.get("process"), dict) else None
         if (
