@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NamedTuple, NoReturn
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from . import canonical
 from .errors import NexusError
 from .terminal import terminal_safe
+
+if TYPE_CHECKING:
+    from .shapes import JsonObject
 
 # The per-task actions (RUN TASK); nexus_core.actions.MUTATIONS holds what each one calls.
 PER_TASK_ACTIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
@@ -93,7 +97,7 @@ def _write(stream: Any, text: str) -> None:
     stream.buffer.flush()
 
 
-def human_summary(result: dict[str, Any]) -> str:
+def human_summary(result: Mapping[str, Any]) -> str:
     """The human form of ``result``, safe for a terminal: worker-controlled text (identities,
     hints, stale reasons naming files) cannot act on it or forge a line."""
     if not isinstance(result.get("tasks"), list):
@@ -119,7 +123,7 @@ def human_summary(result: dict[str, Any]) -> str:
     return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 
 
-def exit_code_for(action: str, task_id: str | None, result: dict[str, Any]) -> int:
+def exit_code_for(action: str, task_id: str | None, result: Mapping[str, Any]) -> int:
     if not isinstance(result.get("tasks"), list) or task_id is None:
         return 0
     task = next((t for t in result["tasks"] if t["id"] == task_id), None)
@@ -136,7 +140,8 @@ def exit_code_for(action: str, task_id: str | None, result: dict[str, Any]) -> i
 
 def dispatch(
     action: str, run: str | None, task: str | None, directory: str, plan: str | None, input_file: str | None
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
+    """What the command prints: an inspection or inventory, the saved run, a receipt."""
     from .inputs import read_input_file
 
     if action == "inspect" and task is None:
@@ -159,7 +164,7 @@ def dispatch(
         return actions.call(action, directory, None, None, read_input_file(input_file, "--input"))
     if mutation is None or not mutation.per_task or not run or not task or plan is not None:
         raise NexusError(USAGE + USAGE_MORE)
-    options: dict[str, Any] | None
+    options: JsonObject | None
     if mutation.takes == "nothing":
         if input_file is not None:
             raise NexusError(f"{action} executes its recorded contract and takes no input file.")

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import canonical
 from .errors import NexusError
+from .shapes import JsonObject
 from .store import unsafe_reason
 
 INPUT_LIMIT = 1048576
@@ -32,7 +33,7 @@ def _strings(value: Any) -> Any:
             stack.extend(item)
 
 
-def read_input_file(file: str | None, option: str) -> dict[str, Any]:
+def read_input_file(file: str | None, option: str) -> JsonObject:
     if not file:
         raise NexusError(f"{option} requires a JSON file.")
     path = os.path.abspath(file)

@@ -10,6 +10,7 @@ from typing import Any
 from . import canonical
 from .errors import fail
 from .paths import directory_at, in_scope, overlap, relative, safe_target, touches_state
+from .shapes import CheckDefinition, JsonObject, Plan, TaskDefinition
 from .snapshots import executable, files_snapshot, scope_snapshot
 from .validate import ident, integer_in, is_ident, rule_at, string_list, text, unique, within
 
@@ -52,7 +53,7 @@ def _file_argument(root: str, cwd: str, arg: str) -> str | None:
     return os.path.relpath(absolute, root).replace(os.sep, "/")
 
 
-def normalize_execution(root: str, value: Any) -> dict[str, Any] | None:
+def normalize_execution(root: str, value: Any) -> JsonObject | None:
     if value is _ABSENT:
         return None
     if not isinstance(value, dict):
@@ -78,7 +79,7 @@ def normalize_execution(root: str, value: Any) -> dict[str, Any] | None:
         raise fail("execution outputLimitBytes must be between 1024 and 2097152.")
     with rule_at(".command"):
         resolved = executable(value.get("command"))
-    result: dict[str, Any] = {"adapter": adapter, **resolved}
+    result: JsonObject = {"adapter": adapter, **resolved}
     if adapter == "command":
         args = _literal_args(value.get("args"), "execution args must be a bounded literal argument array.")
         codes = _default(value, "blockedExitCodes", [])
@@ -126,7 +127,7 @@ def normalize_execution(root: str, value: Any) -> dict[str, Any] | None:
     return result
 
 
-def input_bytes(root: str, execution: dict[str, Any]) -> bytes:
+def input_bytes(root: str, execution: JsonObject) -> bytes:
     """The stdin of an execution (SPEC 6.3)."""
     files = [*execution["instructions"], execution["input"]]
     separators = bool(execution["instructions"])
@@ -164,7 +165,7 @@ class _Absent:
 _ABSENT: Any = _Absent()
 
 
-def _check(root: str, raw: Any, task_resources: list[str]) -> dict[str, Any]:
+def _check(root: str, raw: Any, task_resources: list[str]) -> CheckDefinition:
     if not isinstance(raw, dict):
         raw = {}
     check_id = ident(raw.get("id"), "Check ID")
@@ -195,7 +196,7 @@ def _check(root: str, raw: Any, task_resources: list[str]) -> dict[str, Any]:
     }
 
 
-def _task(root: str, raw: Any) -> dict[str, Any]:
+def _task(root: str, raw: Any) -> TaskDefinition:
     if not isinstance(raw, dict):
         raw = {}
     task_id = ident(raw.get("id"), "Task ID")
@@ -252,7 +253,7 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
         with rule_at(f".dependsOn[{index}]"):
             ident(dep)
     authorizations = string_list(_default(raw, "authorizations", []), "existing authorizations")
-    definition: dict[str, Any] = {
+    definition: TaskDefinition = {
         "id": task_id,
         "objective": objective,
         "dependsOn": depends_on,
@@ -271,7 +272,7 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
     return definition
 
 
-def _check_cycles(tasks: list[dict[str, Any]]) -> None:
+def _check_cycles(tasks: list[TaskDefinition]) -> None:
     by_id = {t["id"]: t for t in tasks}
     done: set[str] = set()
     visiting: set[str] = set()
@@ -297,7 +298,7 @@ def _relative_command(root: str, command: str) -> str:
     return os.path.relpath(command, root).replace(os.sep, "/")
 
 
-def normalize_plan(root: str, plan: Any) -> dict[str, Any]:
+def normalize_plan(root: str, plan: Any) -> Plan:
     try:
         return _normalize_plan(root, plan)
     except UnicodeEncodeError as error:
@@ -307,7 +308,7 @@ def normalize_plan(root: str, plan: Any) -> dict[str, Any]:
         raise fail(f"Paths, commands and arguments cannot contain a lone surrogate ({bad}).") from None
 
 
-def _normalize_plan(root: str, plan: Any) -> dict[str, Any]:
+def _normalize_plan(root: str, plan: Any) -> Plan:
     if not isinstance(plan, dict):
         raise fail("A JSON plan object is required.")
     run_id = ident(plan.get("id"), "Run ID")

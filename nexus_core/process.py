@@ -23,13 +23,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from . import canonical
 from .checks import check_environment, signal_name
 from .engine import (
-    Attempt,
-    Task,
+    Progress,
     WriterBusy,
     backend_identity,
     begin,
@@ -42,11 +41,10 @@ from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, pid
 from .paths import directory_at, root_of, safe_target
 from .plan import input_bytes
+from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
 from .snapshots import protected_snapshot, scope_snapshot
-from .store import RECEIPTS_DIR, RUN_ID, Run, atomic_write, load_run, run_path, unsafe_reason
+from .store import RECEIPTS_DIR, RUN_ID, atomic_write, load_run, run_path, unsafe_reason
 from .timeutil import now_iso, now_ms, parse_iso_ms
-
-Progress = Callable[[dict[str, Any]], None]
 
 POLL_SECONDS = 0.1
 HEARTBEAT_SECONDS = 1.0
@@ -75,7 +73,7 @@ def runtime_hash() -> str:
         return canonical.sha256_bytes(handle.read())
 
 
-def _options(options: Any) -> dict[str, Any]:
+def _options(options: Any) -> JsonObject:
     return options if isinstance(options, dict) else {}
 
 
@@ -83,8 +81,8 @@ def _options(options: Any) -> dict[str, Any]:
 
 
 def execution_environment(
-    execution: dict[str, Any], minimal: dict[str, Any], environ: dict[str, str] | None = None
-) -> tuple[dict[str, str], dict[str, Any]]:
+    execution: JsonObject, minimal: JsonObject, environ: dict[str, str] | None = None
+) -> tuple[dict[str, str], JsonObject]:
     """(values given to the child, the receipt's environment entry). No value is recorded."""
     values = dict(minimal["values"])
     codex = execution["adapter"] == "codex-exec"
@@ -112,7 +110,7 @@ def _safe_count(value: object) -> bool:
     return float(value).is_integer() and 0 <= value <= SAFE_INTEGER
 
 
-def interpret_output(execution: dict[str, Any], stdout_text: str, exit_code: int | None) -> tuple[str, Any]:
+def interpret_output(execution: JsonObject, stdout_text: str, exit_code: int | None) -> tuple[str, Any]:
     """(outcome, provider) from the exit code and, for codex-exec, its JSONL events."""
     if exit_code is not None and exit_code in execution.get("blockedExitCodes", []):
         return "blocked", None
@@ -120,7 +118,7 @@ def interpret_output(execution: dict[str, Any], stdout_text: str, exit_code: int
         return ("completed" if exit_code == 0 else "failed"), None
     thread_id: Any = None
     completed = failed = approval = False
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     for line in stdout_text.replace("\r\n", "\n").split("\n"):
         if line == "":
             continue
@@ -182,7 +180,7 @@ class Hooks:
         return False
 
 
-def _output_entry(data: bytes, observed: int, complete: bool) -> dict[str, Any]:
+def _output_entry(data: bytes, observed: int, complete: bool) -> JsonObject:
     return {
         "text": data.decode("utf-8", "replace"),
         "base64": base64.b64encode(data).decode("ascii"),
@@ -217,7 +215,7 @@ class _Signals:
 
 
 class _Supervision:
-    def __init__(self, root: str, execution: dict[str, Any], stdin: bytes, values: dict[str, str]) -> None:
+    def __init__(self, root: str, execution: JsonObject, stdin: bytes, values: dict[str, str]) -> None:
         self.root = root
         self.execution = execution
         self.stdin = stdin
@@ -270,7 +268,7 @@ class _Supervision:
         else:
             self.exit_code, self.signal = returncode, None
 
-    def run(self, deadline_ms: int, hooks: Hooks, started_at: str, signals: _Signals) -> dict[str, Any]:
+    def run(self, deadline_ms: int, hooks: Hooks, started_at: str, signals: _Signals) -> JsonObject:
         self.signals = signals
         try:
             self._supervise(deadline_ms, hooks)
@@ -417,7 +415,7 @@ class _Supervision:
                 self._record_exit(code)
         # A child that has not exited is left running (detached), as the reference does.
 
-    def _result(self, started_at: str) -> dict[str, Any]:
+    def _result(self, started_at: str) -> JsonObject:
         stdout = bytes(self.captured["stdout"])
         stderr = bytes(self.captured["stderr"])
         outcome, provider = interpret_output(self.execution, stdout.decode("utf-8", "replace"), self.exit_code)
@@ -454,7 +452,7 @@ class _Supervision:
 # ----------------------------------------------------------------- ownership and state writes
 
 
-def owned_attempt(run: Run, task_id: str, attempt_id: str, backend: dict[str, Any]) -> Attempt:
+def owned_attempt(run: Run, task_id: str, attempt_id: str, backend: Backend) -> Attempt:
     """The guard of every write and poll of a running launch (SPEC 5.7 step 4)."""
     attempt = bound_attempt(task_of(run, task_id), {"attemptId": attempt_id, "backend": backend})
     process = attempt.get("process")
@@ -477,7 +475,7 @@ class _StateWriter(threading.Thread):
         run_id: str,
         task_id: str,
         attempt_id: str,
-        backend: dict[str, Any],
+        backend: Backend,
         child_pid: int | None,
         progress: Progress | None,
     ) -> None:
@@ -535,7 +533,7 @@ class _StateWriter(threading.Thread):
                 return
             self.done.wait(POLL_SECONDS)
 
-    def _emit(self, event: dict[str, Any]) -> None:
+    def _emit(self, event: JsonObject) -> None:
         if self.progress is not None:
             with contextlib.suppress(Exception):
                 self.progress(event)
@@ -549,7 +547,7 @@ class _LaunchHooks(Hooks):
         run_id: str,
         task_id: str,
         attempt_id: str,
-        backend: dict[str, Any],
+        backend: Backend,
         progress: Progress | None,
         should_stop: Callable[[], bool] | None,
     ) -> None:
@@ -607,7 +605,7 @@ def receipt_file(run_id: str, attempt_id: str) -> str:
     return f"{RECEIPTS_DIR}/{run_id}/{attempt_id}.json"
 
 
-def _store_receipt(attempt: Attempt, receipt: dict[str, Any], at: str, child_pid: int | None) -> None:
+def _store_receipt(attempt: Attempt, receipt: JsonObject, at: str, child_pid: int | None) -> None:
     """The finalization effects of SPEC 5.7 step 7 (shared by launch and a recovered receipt)."""
     process = attempt["process"]
     process["status"] = "finished"
@@ -630,7 +628,7 @@ def _store_receipt(attempt: Attempt, receipt: dict[str, Any], at: str, child_pid
 
 
 def write_receipt_file(
-    root: str, run_id: str, task_id: str, receipt: dict[str, Any], child_pid: int | None, problem: str
+    root: str, run_id: str, task_id: str, receipt: JsonObject, child_pid: int | None, problem: str
 ) -> str:
     """Keep a receipt the run state could not take (0600, checksummed); returns its path."""
     rel = receipt_file(run_id, receipt["attemptId"])
@@ -650,7 +648,7 @@ def write_receipt_file(
     return rel
 
 
-def read_receipt_file(root: str, run_id: str, attempt_id: str) -> dict[str, Any] | None:
+def read_receipt_file(root: str, run_id: str, attempt_id: str) -> JsonObject | None:
     """The recoverable receipt record for this attempt, None if there is none.
 
     Raises "Foreign or corrupt process receipt." for a file that is unsafe, unreadable or
@@ -685,7 +683,7 @@ def read_receipt_file(root: str, run_id: str, attempt_id: str) -> dict[str, Any]
     return record
 
 
-def kept_receipt_belongs(receipt: dict[str, Any], attempt: Attempt, plan_hash: str | None) -> bool:
+def kept_receipt_belongs(receipt: JsonObject, attempt: Attempt, plan_hash: str | None) -> bool:
     """Whether collect may store this kept receipt on ``attempt``: same attempt, same owning
     backend, same plan (``plan_hash`` None: not checked)."""
     return (
@@ -725,7 +723,7 @@ def _remove_receipt_file(root: str, run_id: str, attempt_id: str) -> None:
 # ----------------------------------------------------------------- launch (SPEC 5.7)
 
 
-def _interrupted_receipt(attempt_id: str, backend: dict[str, Any], plan_hash: str, message: str) -> dict[str, Any]:
+def _interrupted_receipt(attempt_id: str, backend: Backend, plan_hash: str, message: str) -> JsonObject:
     return {
         "schemaVersion": 1,
         "attemptId": attempt_id,
@@ -768,7 +766,7 @@ def launch_task(
             "ownerPid": pid(),
         }
     )
-    ids: dict[str, Any] = {}
+    ids: JsonObject = {}
 
     def prepare(root: str, run: Run) -> None:
         definition = next((d for d in run["plan"]["tasks"] if d.get("id") == task_id), None)
@@ -834,9 +832,7 @@ def launch_task(
             ) from None
 
 
-def _ownership_refusal(
-    root: str, run_id: str, task_id: str, attempt_id: str, backend: dict[str, Any]
-) -> NexusError | None:
+def _ownership_refusal(root: str, run_id: str, task_id: str, attempt_id: str, backend: Backend) -> NexusError | None:
     """The refusal the receipt's save would meet, read without the lock (like a launch poll);
     None when the attempt is still owned or the state cannot be read now."""
     try:
@@ -851,13 +847,13 @@ def _ownership_refusal(
 def _supervise_and_build(
     root: str,
     prepared: Run,
-    definition: dict[str, Any],
+    definition: TaskDefinition,
     hooks: _LaunchHooks,
     signals: _Signals,
     attempt_id: str,
-    backend: dict[str, Any],
-    ids: dict[str, Any],
-) -> dict[str, Any]:
+    backend: Backend,
+    ids: JsonObject,
+) -> JsonObject:
     """SPEC 5.7 steps 5-6: the supervisor's receipt, or the launch-interrupted receipt."""
     execution = definition["execution"]
     try:
@@ -899,7 +895,7 @@ def _supervise_and_build(
 
 def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
     options = _options(options)
-    recovered: dict[str, Any] = {}
+    recovered: JsonObject = {}
 
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
@@ -956,7 +952,7 @@ def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run
         at = now_iso()
         process["collectedAt"] = at
         execution = "ambiguous" if cancellation == "requested" else receipt.get("outcome")
-        attempt["execution"] = execution
+        attempt["execution"] = cast(str, execution)  # the outcome of a receipt whose hash matched
         attempt["observedAt"] = at
         if execution in ("completed", "failed"):
             attempt["endedAt"] = receipt.get("endedAt")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..engine import definition_of, is_active, latest
 from ..hostinfo import owner_gone
+from ..shapes import JsonObject, Observation, Task
 from ..timeutil import now_ms
 from .events import Snapshot, View, _observations, heartbeat_stale
 
@@ -40,7 +40,7 @@ class TaskState:
     attempts_used: int
     max_attempts: int
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return {
             "task": self.task,
             "state": self.state,
@@ -60,8 +60,8 @@ def _owner_gone(owner: object) -> bool:
 
 def classify_task(
     view: View,
-    task: dict[str, Any],
-    observation: dict[str, Any],
+    task: Task,
+    observation: Observation,
     dependencies_done: bool,
     now: int,
 ) -> TaskState:

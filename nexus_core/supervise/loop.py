@@ -11,12 +11,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .. import canonical
 from ..engine import definition_of, latest
 from ..errors import NexusError
 from ..paths import root_of
+from ..shapes import JsonObject, Task
 from ..store import run_path
 from ..terminal import terminal_safe
 from ..timeutil import iso_from_ms, now_ms
@@ -194,7 +194,7 @@ def verify_in_own_process_group(
         result = None
     status: str | None = None
     if isinstance(result, dict) and isinstance(result.get("tasks"), list):
-        task: dict[str, Any] = next((t for t in result["tasks"] if t.get("id") == task_id), {})
+        task: Task = next((t for t in result["tasks"] if t.get("id") == task_id), Task())
         status = _dict((latest(task) or {}).get("verification")).get("status")
         say(f"  verified {task_id}: {status}")
     elif isinstance(result, dict) and "error" in result:
@@ -259,7 +259,7 @@ def run_tick(
 class TickCache:
     """What successive ticks of one run reuse: known lock-recovery receipts, file hashes."""
 
-    recoveries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    recoveries: dict[str, JsonObject] = field(default_factory=dict)
     hashes: dict[tuple[int, ...], str] = field(default_factory=dict)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from .. import canonical
 from ..errors import NexusError
 from ..paths import root_of
+from ..shapes import JsonObject
 from ..store import BASE, run_path
 from ..timeutil import iso_from_ms, now_ms
 from .classify import (
@@ -95,7 +96,7 @@ def wait_for_run(
     run_path(run_id)  # the run id's own rule, before anything else
     if event_log is not None:
         check_log_path(event_log, root)
-    recoveries: dict[str, dict[str, Any]] = {}
+    recoveries: dict[str, JsonObject] = {}
     hashes: dict[tuple[int, ...], str] = {}
     current = take_snapshot(root, run_id, recoveries, hashes)
     if current.unknown:
@@ -122,7 +123,7 @@ def wait_for_run(
         mode = "injected"
     try:
         started = _Events(run_id, current.sequence, current.at_ms)
-        extra: dict[str, Any] = {"mode": mode, "idleTimeout": idle_timeout, "settleGrace": settle_grace}
+        extra: JsonObject = {"mode": mode, "idleTimeout": idle_timeout, "settleGrace": settle_grace}
         if current.error is not None:
             extra["error"] = current.error
         started.add("watch-started", task_id, **extra)
@@ -173,11 +174,11 @@ def wait_for_run(
             close()
 
 
-def summary_object(run_id: str, task_id: str | None, result: WaitResult) -> dict[str, Any]:
+def summary_object(run_id: str, task_id: str | None, result: WaitResult) -> JsonObject:
     status = {EXIT_IDLE: "idle-timeout", EXIT_ERROR: "error", EXIT_INTERRUPTED: "interrupted"}.get(
         result.code, "settled"
     )
-    summary: dict[str, Any] = {
+    summary: JsonObject = {
         "type": "summary",
         "schemaVersion": 1,
         "time": iso_from_ms(now_ms()),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nexus_core.actions import Result
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of
 from nexus_core.shapes import Run
@@ -96,5 +97,5 @@ class RecoverLock(Operation):
     def target_words(self, preview: Preview) -> str:
         return f"writer.lock {short(preview.seen.lock_hash)}"
 
-    def result_words(self, preview: Preview, result: dict[str, Any]) -> str:
+    def result_words(self, preview: Preview, result: Result) -> str:
         return f"writer.lock removed; receipt recorded at {result.get('recoveredAt')}"
