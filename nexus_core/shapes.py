@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 # A JSON object whose keys are not fixed here: ``--input`` and plan files before validation,
-# command output, progress events, what the canonical writer takes.
+# command output, progress events, what the canonical writer takes, and the records below not
+# modelled (yet) key by key: reconciliations, observations, a process record, an execution.
 JsonObject = dict[str, Any]
 # A run, task, attempt or definition read without assuming its shape: a typed record below, or
 # raw JSON that may not be one (shell completion reads runs the core would refuse).
@@ -99,8 +100,8 @@ if TYPE_CHECKING:
         verification: Verification
         verificationRounds: int
         verificationHistory: list[Verification]
-        reconciliations: list[dict[str, Any]]
-        reconciliation: dict[str, Any]
+        reconciliations: list[JsonObject]
+        reconciliation: JsonObject
         cancellation: Cancellation
         startedAt: str
         observedAt: str
@@ -108,10 +109,10 @@ if TYPE_CHECKING:
         deadline: str
         baseline: Any
         authorizations: Any
-        observations: list[dict[str, Any]]
+        observations: list[JsonObject]
         blockedRequest: str
         uncheckedScope: Any
-        process: dict[str, Any]
+        process: JsonObject
         resultHashes: dict[str, str | None]
 
     class Task(TypedDict, total=False):
@@ -143,13 +144,13 @@ if TYPE_CHECKING:
         deadlineMs: int
         acceptance: Any
         authorizations: Any
-        execution: dict[str, Any]
+        execution: JsonObject
         resourceHashes: dict[str, str | None]
 
     class Plan(TypedDict, total=False):
         id: str
         maxParallel: int
-        config: dict[str, Any]
+        config: JsonObject
         tasks: list[TaskDefinition]
 
     class Run(TypedDict, total=False):

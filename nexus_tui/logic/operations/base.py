@@ -21,13 +21,15 @@ from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
 from nexus_core.preconditions import state_allows
-from nexus_core.shapes import Attempt, Backend, LockSnapshot, Run, Task, TaskDefinition
+from nexus_core.shapes import Attempt, Backend, JsonObject, LockSnapshot, Run, Task, TaskDefinition
 from nexus_core.store import load_run
 from nexus_core.words import json_word
 
 TEXT_LIMIT = 8000
 IDENTITY_LIMIT = 200
 FINGERPRINT_CHARS = 8
+# A dialog's values by field key, as the operator entered them (not yet the core's input).
+FieldValues = dict[str, Any]
 
 
 class OperationRefused(Exception):
@@ -139,7 +141,7 @@ def operator_identity() -> dict[str, str]:
     return {"kind": "host", "id": "operator", "sessionId": f"nexus-tui-{user}@{hostname()}"}
 
 
-def process_identity(backend: Backend) -> dict[str, Any]:
+def process_identity(backend: Backend) -> JsonObject:
     return {key: backend.get(key) for key in ("kind", "id", "sessionId", "hostname", "ownerPid")}
 
 
@@ -196,9 +198,9 @@ class Preview:
     title: str
     changes: list[str]
     cautions: list[str] = field(default_factory=list)
-    backend: dict[str, Any] | None = None
+    backend: JsonObject | None = None  # the identity the input will carry
     backend_editable: bool = False
-    defaults: dict[str, Any] = field(default_factory=dict)
+    defaults: FieldValues = field(default_factory=dict)
     confirm_text: str | None = None
     unavailable: str | None = None
 
@@ -262,7 +264,7 @@ class Operation:
     def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
         raise NotImplementedError
 
-    def validate(self, preview: Preview, values: dict[str, Any]) -> dict[str, str]:
+    def validate(self, preview: Preview, values: FieldValues) -> dict[str, str]:
         errors: dict[str, str] = {}
         if preview.backend_editable:
             need_text(values, errors, "backend_id", "Backend handle", IDENTITY_LIMIT)
@@ -270,7 +272,7 @@ class Operation:
         self.check_values(preview, values, errors)
         return errors
 
-    def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
+    def check_values(self, preview: Preview, values: FieldValues, errors: dict[str, str]) -> None:
         """Add this action's own field errors."""
 
     def recheck(self, preview: Preview) -> Run | None:
@@ -278,7 +280,7 @@ class Operation:
         under the dialog. Returns the freshly loaded run (None for project-level actions)."""
         return recheck_task(self, preview)
 
-    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
+    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
         """The core input, from the operator's values and the CURRENT state."""
         return {}
 
@@ -299,12 +301,12 @@ class Operation:
         )
 
 
-def need_text(values: dict[str, Any], errors: dict[str, str], key: str, label: str, limit: int = TEXT_LIMIT) -> None:
+def need_text(values: FieldValues, errors: dict[str, str], key: str, label: str, limit: int = TEXT_LIMIT) -> None:
     if not text_ok(values.get(key), limit):
         errors[key] = f"{label} must be non-empty (at most {limit} characters, no NUL)."
 
 
-def host_backend(values: dict[str, Any]) -> dict[str, Any]:
+def host_backend(values: FieldValues) -> JsonObject:
     return {"kind": "host", "id": values["backend_id"], "sessionId": values["backend_session"]}
 
 
@@ -320,7 +322,7 @@ def owner_words(owner: Any) -> str:
     return f"pid {pid} on {host}{alive}, since {owner.get('createdAt')}"
 
 
-def summarize_input(action: str, options: dict[str, Any]) -> str:
+def summarize_input(action: str, options: JsonObject) -> str:
     """A short, plain input summary for the action log (no long free text)."""
     if action == "create":
         return f"plan {options.get('id')} ({len(options.get('tasks') or [])} task(s), from the old run)"
@@ -461,12 +463,12 @@ def current_attempt(run: Run | None, task_id: str | None) -> Attempt:
     return attempt
 
 
-def bound_to_attempt(preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
+def bound_to_attempt(preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
     """``attemptId`` and the backend that owns the current attempt (as the operator confirmed it)."""
     attempt = current_attempt(run, preview.task_id)
     backend_of_attempt = attempt["backend"]
     if backend_of_attempt.get("kind") == "process":
-        backend: dict[str, Any] = process_identity(backend_of_attempt)
+        backend: JsonObject = process_identity(backend_of_attempt)
     elif preview.backend_editable:
         backend = host_backend(values)
     else:
