@@ -17,7 +17,7 @@ from ..engine import latest
 from ..errors import NexusError
 from ..locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from ..observe import HEARTBEAT_STALE_MS, inspect_loaded
-from ..shapes import Attempt, Inspection, JsonObject, LockSnapshot, Observation, Verification
+from ..shapes import Attempt, Inspection, JsonObject, LockSnapshot, Observation, Task, Verification
 from ..snapshots import observational_hashes
 from ..store import BASE, parse_run, read_state_bytes, run_path
 from ..timeutil import iso_from_ms, now_ms, parse_iso_ms
@@ -350,33 +350,43 @@ def derive_events(
         if tasks is not None and task_id not in tasks:
             continue
         old_task = old_tasks.get(task_id, {"integration": "pending", "attempts": []})
-        old_attempts = {a["id"]: a for a in old_task["attempts"]}
-        for attempt in task["attempts"]:
-            previous = old_attempts.get(attempt["id"])
-            if previous is None:
-                out.add(
-                    "attempt-started",
-                    task_id,
-                    attempt["id"],
-                    backend=attempt["backend"].get("kind"),
-                    parentAttemptId=attempt.get("parentAttemptId"),
-                    deadline=attempt.get("deadline"),
-                )
-            _attempt_events(out, task_id, previous, attempt, before.at_ms, after.at_ms)
-        if task["integration"] == "accepted" and old_task["integration"] != "accepted":
-            receipt = task.get("integrationReceipt") or {}
-            out.add("accepted", task_id, receipt.get("attemptId"))
-        old_seen = old_observations.get(task_id, {})
-        seen = new_observations.get(task_id, {})
-        same_attempt = old_seen.get("attemptId") == seen.get("attemptId")
-        if seen.get("overdue") and not (same_attempt and old_seen.get("overdue")):
-            current = latest(task) or {}
-            out.add("attempt-overdue", task_id, seen.get("attemptId"), deadline=current.get("deadline"))
-        if seen.get("stale") and not old_seen.get("stale"):
-            out.add("evidence-stale", task_id, seen.get("attemptId"), reason=seen.get("staleReason"))
-        elif old_seen.get("stale") and not seen.get("stale"):
-            out.add("evidence-current", task_id, seen.get("attemptId"))
+        _task_events(out, old_task, task, before.at_ms, after.at_ms)
+        _observation_events(out, task, old_observations.get(task_id, {}), new_observations.get(task_id, {}))
     return out.items
+
+
+def _task_events(out: _Events, old_task: Task, task: Task, old_now: int, now: int) -> None:
+    """Changes of one task's records: its attempts, its acceptance."""
+    task_id = task["id"]
+    old_attempts = {a["id"]: a for a in old_task["attempts"]}
+    for attempt in task["attempts"]:
+        previous = old_attempts.get(attempt["id"])
+        if previous is None:
+            out.add(
+                "attempt-started",
+                task_id,
+                attempt["id"],
+                backend=attempt["backend"].get("kind"),
+                parentAttemptId=attempt.get("parentAttemptId"),
+                deadline=attempt.get("deadline"),
+            )
+        _attempt_events(out, task_id, previous, attempt, old_now, now)
+    if task["integration"] == "accepted" and old_task["integration"] != "accepted":
+        receipt = task.get("integrationReceipt") or {}
+        out.add("accepted", task_id, receipt.get("attemptId"))
+
+
+def _observation_events(out: _Events, task: Task, old_seen: Observation, seen: Observation) -> None:
+    """Changes of what inspect observes about one task: overdue, stale, current again."""
+    task_id = task["id"]
+    same_attempt = old_seen.get("attemptId") == seen.get("attemptId")
+    if seen.get("overdue") and not (same_attempt and old_seen.get("overdue")):
+        current = latest(task) or {}
+        out.add("attempt-overdue", task_id, seen.get("attemptId"), deadline=current.get("deadline"))
+    if seen.get("stale") and not old_seen.get("stale"):
+        out.add("evidence-stale", task_id, seen.get("attemptId"), reason=seen.get("staleReason"))
+    elif old_seen.get("stale") and not seen.get("stale"):
+        out.add("evidence-current", task_id, seen.get("attemptId"))
 
 
 def _short(value: object) -> str:
