@@ -188,6 +188,11 @@ def verify_in_own_process_group(
             child.communicate()
             say(f"  the verification of {task_id} did not stop by itself; its process group was killed")
             return VerifyResult(False, None, True)
+    return VerifyResult(True, _verified_status(output, child.returncode, task_id, say), interrupted_at is not None)
+
+
+def _verified_status(output: bytes, exit_code: int, task_id: str, say: Callable[[str], None]) -> str | None:
+    """The verification status in a finished ``nexus verify --json``'s output, said as it is."""
     try:
         result = canonical.parse(output.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
@@ -200,8 +205,8 @@ def verify_in_own_process_group(
     elif isinstance(result, dict) and "error" in result:
         say(f"  verify {task_id} refused: {result['error']}")
     else:
-        say(f"  verify {task_id} ended with exit {child.returncode} and no readable result")
-    return VerifyResult(True, status, interrupted_at is not None)
+        say(f"  verify {task_id} ended with exit {exit_code} and no readable result")
+    return status
 
 
 @dataclass
