@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from . import __version__, canonical
 from .errors import NexusError, message_of
 from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .paths import root_of
 from .schedule import DB_REL as SCHEDULES_DB
-from .shapes import Attempt, Inspection, JsonObject, Observation, Run, Task
+from .shapes import Attempt, JsonObject, Observation, Run, Task
 from .store import list_run_ids, list_temp_files, load_run
 from .timeutil import now_ms, parse_iso_ms
 
@@ -196,7 +197,7 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> JsonObject:
     return result
 
 
-def add_recovery_lock_hint(result: Inspection | JsonObject) -> None:
+def add_recovery_lock_hint(result: dict[str, Any]) -> None:
     """Adds ``recoveryLockHint`` to an inspection that has its ``recoveryLock`` (the dashboard's too)."""
     hint = recovery_lock_hint(result["recoveryLock"])
     if hint is not None:

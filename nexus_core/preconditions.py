@@ -9,39 +9,40 @@ Keep them in step with engine.py and process.py. Shell completion orders task id
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from .shapes import Record
+Task = dict[str, Any]
 
 
-def records(value: object) -> list[Record]:
+def records(value: object) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def plan_of(run: Record) -> Record:
+def plan_of(run: dict[str, Any]) -> dict[str, Any]:
     plan = run.get("plan")
     return plan if isinstance(plan, dict) else {}
 
 
-def _definition(run: Record, task: Record) -> Record:
+def _definition(run: dict[str, Any], task: Task) -> dict[str, Any]:
     return next((d for d in records(plan_of(run).get("tasks")) if d.get("id") == task["id"]), {})
 
 
-def latest_attempt(task: Record) -> Record | None:
+def latest_attempt(task: Task) -> dict[str, Any] | None:
     attempts = records(task.get("attempts"))
     return attempts[-1] if attempts else None
 
 
-def verification_status(attempt: Record) -> str | None:
+def verification_status(attempt: dict[str, Any]) -> str | None:
     verification = attempt.get("verification")
     return verification.get("status") if isinstance(verification, dict) else None
 
 
-def _cancellation(attempt: Record) -> str | None:
+def _cancellation(attempt: dict[str, Any]) -> str | None:
     cancellation = attempt.get("cancellation")
     return cancellation.get("status") if isinstance(cancellation, dict) else None
 
 
-def _active(attempt: Record) -> bool:
+def _active(attempt: dict[str, Any]) -> bool:
     """engine.is_active."""
     return (
         attempt.get("execution") in ("running", "blocked", "ambiguous")
@@ -50,12 +51,12 @@ def _active(attempt: Record) -> bool:
     )
 
 
-def _dependencies_accepted(run: Record, task: Record) -> bool:
+def _dependencies_accepted(run: dict[str, Any], task: Task) -> bool:
     accepted = {t.get("id") for t in records(run.get("tasks")) if t.get("integration") == "accepted"}
     return all(dep in accepted for dep in _definition(run, task).get("dependsOn") or [])
 
 
-def _may_begin(run: Record, task: Record, retry: bool) -> bool:
+def _may_begin(run: dict[str, Any], task: Task, retry: bool) -> bool:
     """engine.begin."""
     definition = _definition(run, task)
     previous = latest_attempt(task)
@@ -78,22 +79,22 @@ def _may_begin(run: Record, task: Record, retry: bool) -> bool:
     return isinstance(limit, int) and len(attempts) < limit and _dependencies_accepted(run, task)
 
 
-def _start(run: Record, task: Record) -> bool:
+def _start(run: dict[str, Any], task: Task) -> bool:
     return not _definition(run, task).get("execution") and _may_begin(run, task, retry=False)
 
 
-def _retry(run: Record, task: Record) -> bool:
+def _retry(run: dict[str, Any], task: Task) -> bool:
     return not _definition(run, task).get("execution") and _may_begin(run, task, retry=True)
 
 
-def _launch(run: Record, task: Record) -> bool:
+def _launch(run: dict[str, Any], task: Task) -> bool:
     """process.launch_task: a first launch, or one with ``{"retry": true}``."""
     return bool(_definition(run, task).get("execution")) and (
         _may_begin(run, task, retry=False) or _may_begin(run, task, retry=True)
     )
 
 
-def _record(_run: Record, task: Record) -> bool:
+def _record(_run: dict[str, Any], task: Task) -> bool:
     attempt = latest_attempt(task)
     backend = attempt.get("backend") if attempt else None
     return (
@@ -105,16 +106,16 @@ def _record(_run: Record, task: Record) -> bool:
     )
 
 
-def _reconcile(_run: Record, task: Record) -> bool:
+def _reconcile(_run: dict[str, Any], task: Task) -> bool:
     return latest_attempt(task) is not None and task.get("integration") != "accepted"
 
 
-def _cancel(_run: Record, task: Record) -> bool:
+def _cancel(_run: dict[str, Any], task: Task) -> bool:
     attempt = latest_attempt(task)
     return attempt is not None and task.get("integration") != "accepted" and _cancellation(attempt) == "none"
 
 
-def _verify(run: Record, task: Record) -> bool:
+def _verify(run: dict[str, Any], task: Task) -> bool:
     attempt = latest_attempt(task)
     if attempt is None or task.get("integration") == "accepted":
         return False
@@ -130,7 +131,7 @@ def _verify(run: Record, task: Record) -> bool:
     )
 
 
-def _accept(run: Record, task: Record) -> bool:
+def _accept(run: dict[str, Any], task: Task) -> bool:
     """engine.accept_task and the state part of engine.evidence_current."""
     attempt = latest_attempt(task)
     return (
@@ -143,7 +144,7 @@ def _accept(run: Record, task: Record) -> bool:
     )
 
 
-def _collect(_run: Record, task: Record) -> bool:
+def _collect(_run: dict[str, Any], task: Task) -> bool:
     """process.collect_task: an owned, finished, uncollected and unreconciled receipt."""
     attempt = latest_attempt(task)
     if attempt is None:
@@ -162,7 +163,7 @@ def _collect(_run: Record, task: Record) -> bool:
     )
 
 
-_ALLOWS: dict[str, Callable[[Record, Record], bool]] = {
+_ALLOWS: dict[str, Callable[[dict[str, Any], Task], bool]] = {
     "start": _start,
     "launch": _launch,
     "collect": _collect,
@@ -178,7 +179,7 @@ _ALLOWS: dict[str, Callable[[Record, Record], bool]] = {
 CHECKED_ACTIONS = frozenset(_ALLOWS)
 
 
-def state_allows(action: str, run: Record, task: Record) -> bool:
+def state_allows(action: str, run: dict[str, Any], task: Task) -> bool:
     """Whether ``action`` on ``task`` passes the core's state checks, as far as the run file
     says (False for an action not in CHECKED_ACTIONS, or a shape the core would refuse)."""
     allows = _ALLOWS.get(action)

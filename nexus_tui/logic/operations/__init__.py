@@ -29,7 +29,6 @@ from .base import (
     BackendIdentity,
     Choice,
     Field,
-    FieldValues,
     InvalidInput,
     Line,
     LogEntry,
@@ -133,7 +132,7 @@ def preview(directory: str, action: str, run_id: str | None = None, task_id: str
 
 
 def preview_fresh_run(
-    directory: str, old_run_id: str, new_run_id: str, plan: JsonObject, problem: str | None = None
+    directory: str, old_run_id: str, new_run_id: str, plan: dict[str, Any], problem: str | None = None
 ) -> Preview:
     """The confirmation of a fresh run from a recovered plan (guided recovery)."""
     create = OPERATIONS["create"]
@@ -141,12 +140,12 @@ def preview_fresh_run(
     return create.describe_fresh_run(directory, old_run_id, new_run_id, plan, problem)
 
 
-def validate(preview_: Preview, values: FieldValues) -> dict[str, str]:
+def validate(preview_: Preview, values: dict[str, Any]) -> dict[str, str]:
     """Field errors for the operator's values ({} when valid)."""
     return operation(preview_.action).validate(preview_, values)
 
 
-def build_input(preview_: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+def build_input(preview_: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
     """The core input for the action, from the operator's values and the CURRENT attempt."""
     return operation(preview_.action).build_input(preview_, values, run)
 
@@ -158,7 +157,7 @@ def recheck(preview_: Preview) -> Run | None:
 
 def execute(
     preview_: Preview,
-    values: FieldValues,
+    values: dict[str, Any],
     log: ActionLog,
     progress: Progress | None = None,
     should_stop: Callable[[], bool] | None = None,

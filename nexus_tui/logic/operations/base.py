@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import getpass
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from nexus_core.actions import Result
 from nexus_core.engine import is_active
@@ -21,15 +21,13 @@ from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
 from nexus_core.preconditions import state_allows
-from nexus_core.shapes import Attempt, Backend, JsonObject, LockSnapshot, Run, Task, TaskDefinition
+from nexus_core.shapes import Attempt, Backend, LockSnapshot, Run, Task, TaskDefinition
 from nexus_core.store import load_run
 from nexus_core.words import json_word
 
 TEXT_LIMIT = 8000
 IDENTITY_LIMIT = 200
 FINGERPRINT_CHARS = 8
-# A dialog's values by field key, as the operator entered them (not yet the core's input).
-FieldValues = dict[str, Any]
 
 
 class OperationRefused(Exception):
@@ -141,7 +139,7 @@ def operator_identity() -> dict[str, str]:
     return {"kind": "host", "id": "operator", "sessionId": f"nexus-tui-{user}@{hostname()}"}
 
 
-def process_identity(backend: Backend) -> JsonObject:
+def process_identity(backend: Backend) -> dict[str, Any]:
     return {key: backend.get(key) for key in ("kind", "id", "sessionId", "hostname", "ownerPid")}
 
 
@@ -198,9 +196,9 @@ class Preview:
     title: str
     changes: list[str]
     cautions: list[str] = field(default_factory=list)
-    backend: JsonObject | None = None  # the identity the input will carry
+    backend: dict[str, Any] | None = None
     backend_editable: bool = False
-    defaults: FieldValues = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
     confirm_text: str | None = None
     unavailable: str | None = None
 
@@ -264,7 +262,7 @@ class Operation:
     def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
         raise NotImplementedError
 
-    def validate(self, preview: Preview, values: FieldValues) -> dict[str, str]:
+    def validate(self, preview: Preview, values: dict[str, Any]) -> dict[str, str]:
         errors: dict[str, str] = {}
         if preview.backend_editable:
             need_text(values, errors, "backend_id", "Backend handle", IDENTITY_LIMIT)
@@ -272,7 +270,7 @@ class Operation:
         self.check_values(preview, values, errors)
         return errors
 
-    def check_values(self, preview: Preview, values: FieldValues, errors: dict[str, str]) -> None:
+    def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         """Add this action's own field errors."""
 
     def recheck(self, preview: Preview) -> Run | None:
@@ -280,7 +278,7 @@ class Operation:
         under the dialog. Returns the freshly loaded run (None for project-level actions)."""
         return recheck_task(self, preview)
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         """The core input, from the operator's values and the CURRENT state."""
         return {}
 
@@ -301,12 +299,18 @@ class Operation:
         )
 
 
-def need_text(values: FieldValues, errors: dict[str, str], key: str, label: str, limit: int = TEXT_LIMIT) -> None:
+def as_json(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A typed record handed to a core function that still takes ``dict[str, Any]`` (the same
+    object: TypedDicts are plain dicts at run time)."""
+    return cast(dict[str, Any], record)
+
+
+def need_text(values: dict[str, Any], errors: dict[str, str], key: str, label: str, limit: int = TEXT_LIMIT) -> None:
     if not text_ok(values.get(key), limit):
         errors[key] = f"{label} must be non-empty (at most {limit} characters, no NUL)."
 
 
-def host_backend(values: FieldValues) -> JsonObject:
+def host_backend(values: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "host", "id": values["backend_id"], "sessionId": values["backend_session"]}
 
 
@@ -322,7 +326,7 @@ def owner_words(owner: Any) -> str:
     return f"pid {pid} on {host}{alive}, since {owner.get('createdAt')}"
 
 
-def summarize_input(action: str, options: JsonObject) -> str:
+def summarize_input(action: str, options: dict[str, Any]) -> str:
     """A short, plain input summary for the action log (no long free text)."""
     if action == "create":
         return f"plan {options.get('id')} ({len(options.get('tasks') or [])} task(s), from the old run)"
@@ -463,12 +467,12 @@ def current_attempt(run: Run | None, task_id: str | None) -> Attempt:
     return attempt
 
 
-def bound_to_attempt(preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+def bound_to_attempt(preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
     """``attemptId`` and the backend that owns the current attempt (as the operator confirmed it)."""
     attempt = current_attempt(run, preview.task_id)
     backend_of_attempt = attempt["backend"]
     if backend_of_attempt.get("kind") == "process":
-        backend: JsonObject = process_identity(backend_of_attempt)
+        backend: dict[str, Any] = process_identity(backend_of_attempt)
     elif preview.backend_editable:
         backend = host_backend(values)
     else:
@@ -508,7 +512,7 @@ class NewAttempt(TaskOperation):
             return "The attempt budget (maxAttempts) is spent."
         # The rest of the core's state checks (nexus_core.preconditions, which shell completion
         # uses too): a new attempt needs every task it depends on accepted.
-        if not state_allows(self.name, context.run, task):
+        if not state_allows(self.name, as_json(context.run), as_json(task)):
             return "A task it depends on is not accepted yet."
         return None
 

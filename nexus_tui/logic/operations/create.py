@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from nexus_core.actions import Result
 from nexus_core.paths import root_of
-from nexus_core.shapes import JsonObject, Run
+from nexus_core.shapes import Run
 from nexus_core.store import run_path
 
-from .base import FieldValues, Operation, Preview, Seen, Target, TargetChanged
+from .base import Operation, Preview, Seen, Target, TargetChanged
 
 
 class Create(Operation):
@@ -23,7 +24,7 @@ class Create(Operation):
         return None
 
     def describe_fresh_run(
-        self, directory: str, old_run_id: str, new_run_id: str, plan: JsonObject, problem: str | None = None
+        self, directory: str, old_run_id: str, new_run_id: str, plan: dict[str, Any], problem: str | None = None
     ) -> Preview:
         root = root_of(directory)
         tasks = plan.get("tasks") or []
@@ -56,7 +57,7 @@ class Create(Operation):
             )
         return None
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return dict(preview.defaults["plan"])
 
     def target_words(self, preview: Preview) -> str:

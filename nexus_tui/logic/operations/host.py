@@ -3,15 +3,14 @@ what the operator observed, request cancellation."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from nexus_core.shapes import Attempt, JsonObject, Run
+from nexus_core.shapes import Attempt, Run
 
 from .base import (
     BackendIdentity,
     Choice,
     Field,
-    FieldValues,
     Line,
     NewAttempt,
     OnAttempt,
@@ -54,7 +53,7 @@ class _HostAttempt(NewAttempt):
             preview.changes.append(f"The previous attempt {context.short_attempt} stays on record as its parent.")
         preview.cautions = ["Nothing is launched: the worker runs outside Nexus and reports with record."]
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {"backend": host_backend(values)}
 
 
@@ -126,7 +125,7 @@ class Record(OnAttempt):
         ]
         preview.cautions = ["This is the worker's word, not verified evidence."]
 
-    def check_values(self, preview: Preview, values: FieldValues, errors: dict[str, str]) -> None:
+    def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         if values.get("outcome") not in RECORD_OUTCOMES:
             errors["outcome"] = "Choose an outcome."
         need_text(values, errors, "summary", "Summary")
@@ -140,7 +139,7 @@ class Record(OnAttempt):
                 if values.get("outcome") == "completed" and code != 0:
                     errors["exit_code"] = "A nonzero exit code cannot be a completed outcome."
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         options = {**bound_to_attempt(preview, values, run), "outcome": values["outcome"], "summary": values["summary"]}
         raw = str(values.get("exit_code") or "").strip()
         if raw:
@@ -197,14 +196,14 @@ class Reconcile(OnAttempt):
         if context.task["integration"] == "rejected":
             preview.cautions.append("Acceptance stays 'rejected' until a new attempt.")
 
-    def check_values(self, preview: Preview, values: FieldValues, errors: dict[str, str]) -> None:
+    def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         if values.get("outcome") not in RECONCILE_OUTCOMES:
             errors["outcome"] = "Choose an outcome."
         need_text(values, errors, "summary", "Observation")
         if values.get("owner_stopped") is not True:
             errors["owner_stopped"] = "Tick 'owner stopped' after checking that the worker has stopped."
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {
             **bound_to_attempt(preview, values, run),
             "outcome": values["outcome"],
@@ -255,12 +254,12 @@ class Cancel(OnAttempt):
             )
         ]
 
-    def check_values(self, preview: Preview, values: FieldValues, errors: dict[str, str]) -> None:
+    def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         need_text(values, errors, "reason", "Reason")
         if values.get("typed") != preview.confirm_text:
             errors["typed"] = f"Type the task id ({preview.confirm_text}) to confirm."
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         if current_attempt(run, preview.task_id)["backend"].get("kind") == "process":
             return {**bound_to_attempt(preview, values, run), "reason": values["reason"]}
         return {"reason": values["reason"]}

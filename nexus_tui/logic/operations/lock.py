@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from nexus_core.actions import Result
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of
-from nexus_core.shapes import JsonObject, Run
+from nexus_core.shapes import Run
 
 from .base import (
     FINGERPRINT_CHARS,
-    FieldValues,
     Line,
     Operation,
     Preview,
@@ -73,7 +74,7 @@ class RecoverLock(Operation):
             result.cautions.append(f"writer.lock is unsafe ({lock['unsafe']}): the core will not remove it.")
         return result
 
-    def check_values(self, preview: Preview, values: FieldValues, errors: dict[str, str]) -> None:
+    def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         need_text(values, errors, "note", "Note")
         if values.get("owner_stopped") is not True:
             errors["owner_stopped"] = "Tick 'owner stopped' after checking that the lock owner has stopped."
@@ -90,7 +91,7 @@ class RecoverLock(Operation):
             )
         return None
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {"expectedHash": preview.seen.lock_hash, "ownerStopped": True, "note": values["note"]}
 
     def target_words(self, preview: Preview) -> str:

@@ -3,14 +3,15 @@ progress, Stop), collect the owned receipt."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from nexus_core.actions import Result
 from nexus_core.process import receipt_file_status
-from nexus_core.shapes import Attempt, JsonObject, Run
+from nexus_core.shapes import Attempt, Run
 from nexus_core.words import json_word
 
 from .base import (
     BackendIdentity,
-    FieldValues,
     NewAttempt,
     OnAttempt,
     Preview,
@@ -52,7 +53,7 @@ class Launch(NewAttempt):
             "the child gets SIGTERM at the next poll."
         ]
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {"retry": bool(preview.defaults.get("retry"))}
 
     def result_words(self, preview: Preview, result: Result) -> str:
@@ -105,7 +106,7 @@ class Collect(OnAttempt):
         ]
         preview.cautions = ["A completed receipt is refused if the scope changed since the process ended."]
 
-    def build_input(self, preview: Preview, values: FieldValues, run: Run | None) -> JsonObject:
+    def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return bound_to_attempt(preview, values, run)
 
 
