@@ -67,47 +67,17 @@ def process_observation(attempt: Attempt, now: int, receipt_file: str | None = N
 
 def observe_task(root: str, run: Run, task: Task, verified: set[str], now: int) -> Observation:
     # Imported here: the inventory (plain ``nexus inspect``) never needs the engine.
-    from .engine import definition_of, evidence_current, is_active, latest
-    from .snapshots import protected_snapshot
+    from .engine import is_active, latest
 
-    definition = definition_of(run, task["id"])
     attempt = latest(task)
     active = is_active(task)
     deadline = parse_iso_ms(attempt.get("deadline")) if attempt else None
-    stale_reason: str | None = None
-    resources_current = True
-    try:
-        protected_snapshot(root, definition)
-    except Exception as error:
-        resources_current = False
-        stale_reason = message_of(error)
-    evidence_eligible = False
+    resources_current, evidence_eligible, stale_reason = _evidence(root, run, task, attempt, verified)
     verification = attempt["verification"] if attempt else {}
-    if attempt and verification.get("status") == "passed":
-        try:
-            evidence_current(root, run, task, verified, set())
-            evidence_eligible = True
-        except Exception as error:
-            stale_reason = message_of(error)
-    hint = HINT_ACCEPTED if task["integration"] == "accepted" else HINT_START
     if attempt:
-        if active:
-            hint = HINT_ACTIVE
-        elif verification.get("status") == "passed":
-            hint = HINT_ACCEPT
-        elif attempt["execution"] == "completed" and verification.get("status") == "pending":
-            hint = HINT_VERIFY
-        else:
-            hint = HINT_TERMINAL
-        process = attempt.get("process")
-        if (
-            attempt["backend"].get("kind") == "process"
-            and isinstance(process, dict)
-            and process.get("status") == "finished"
-            and not process.get("collectedAt")
-        ):
-            receipt = process.get("receipt") or {}
-            hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
+        hint = _attempt_hint(attempt, active)
+    else:
+        hint = HINT_ACCEPTED if task["integration"] == "accepted" else HINT_START
     kept_receipt = None
     if attempt and attempt["backend"].get("kind") == "process":
         from .process import receipt_file_status  # only process attempts need the process backend
@@ -133,6 +103,55 @@ def observe_task(root: str, run: Run, task: Task, verified: set[str], now: int) 
         # Not in the reference: who owns a running verification, and what ends it.
         observation["runningVerification"] = running_verification(root, run["id"], task["id"], attempt)
     return observation
+
+
+def _evidence(
+    root: str, run: Run, task: Task, attempt: Attempt | None, verified: set[str]
+) -> tuple[bool, bool, str | None]:
+    """(resources current, evidence eligible, why it is stale): the protected files as the plan
+    hashed them, and a passed verification's evidence still current (SPEC 5.2)."""
+    from .engine import definition_of, evidence_current
+    from .snapshots import protected_snapshot
+
+    definition = definition_of(run, task["id"])
+    stale_reason: str | None = None
+    resources_current = True
+    try:
+        protected_snapshot(root, definition)
+    except Exception as error:
+        resources_current = False
+        stale_reason = message_of(error)
+    evidence_eligible = False
+    if attempt and attempt["verification"].get("status") == "passed":
+        try:
+            evidence_current(root, run, task, verified, set())
+            evidence_eligible = True
+        except Exception as error:
+            stale_reason = message_of(error)
+    return resources_current, evidence_eligible, stale_reason
+
+
+def _attempt_hint(attempt: Attempt, active: bool) -> str:
+    """The hint for a task with an attempt, before a kept receipt or stale evidence overrides it."""
+    status = attempt["verification"].get("status")
+    if active:
+        hint = HINT_ACTIVE
+    elif status == "passed":
+        hint = HINT_ACCEPT
+    elif attempt["execution"] == "completed" and status == "pending":
+        hint = HINT_VERIFY
+    else:
+        hint = HINT_TERMINAL
+    process = attempt.get("process")
+    if (
+        attempt["backend"].get("kind") == "process"
+        and isinstance(process, dict)
+        and process.get("status") == "finished"
+        and not process.get("collectedAt")
+    ):
+        receipt = process.get("receipt") or {}
+        hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
+    return hint
 
 
 def running_verification(root: str, run_id: str, task_id: str, attempt: Attempt) -> JsonObject:
