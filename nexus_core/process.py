@@ -116,9 +116,7 @@ def interpret_output(execution: JsonObject, stdout_text: str, exit_code: int | N
         return "blocked", None
     if execution["adapter"] != "codex-exec":
         return ("completed" if exit_code == 0 else "failed"), None
-    thread_id: Any = None
-    completed = failed = approval = False
-    usage: JsonObject | None = None
+    seen = _CodexEvents()
     for line in stdout_text.replace("\r\n", "\n").split("\n"):
         if line == "":
             continue
@@ -128,36 +126,49 @@ def interpret_output(execution: JsonObject, stdout_text: str, exit_code: int | N
             return "failed", {"problem": "Invalid Codex JSONL."}
         if not isinstance(event, dict):
             return "failed", {"problem": "Invalid Codex event object."}
-        kind = event.get("type")
-        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
-            thread_id = event["thread_id"]
-        elif kind == "turn.completed":
-            completed = True
-            if isinstance(event.get("usage"), dict):
-                usage = {
-                    key: int(value) for key, value in event["usage"].items() if key in USAGE_KEYS and _safe_count(value)
-                }
-        elif kind in ("turn.failed", "error"):
-            failed = True
-            error = event.get("error")
-            code = error.get("code") if isinstance(error, dict) else None
-            if code == "approval_required" or event.get("code") == "approval_required":
-                approval = True
-    if approval:
+        seen.take(event)
+    if seen.approval:
         outcome = "blocked"
-    elif exit_code == 0 and completed and thread_id and not failed:
+    elif exit_code == 0 and seen.completed and seen.thread_id and not seen.failed:
         outcome = "completed"
     else:
         outcome = "failed"
     provider = {
-        "threadId": thread_id,
-        "completed": completed,
-        "failed": failed,
-        "usage": usage,
+        "threadId": seen.thread_id,
+        "completed": seen.completed,
+        "failed": seen.failed,
+        "usage": seen.usage,
         "concreteModel": None,
         "monetaryCost": None,
     }
     return outcome, provider
+
+
+class _CodexEvents:
+    """What codex-exec's JSONL events said: its thread, whether its turn completed or failed
+    (and for want of an approval), its token usage."""
+
+    def __init__(self) -> None:
+        self.thread_id: Any = None
+        self.completed = self.failed = self.approval = False
+        self.usage: JsonObject | None = None
+
+    def take(self, event: JsonObject) -> None:
+        kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            self.thread_id = event["thread_id"]
+        elif kind == "turn.completed":
+            self.completed = True
+            if isinstance(event.get("usage"), dict):
+                self.usage = {
+                    key: int(value) for key, value in event["usage"].items() if key in USAGE_KEYS and _safe_count(value)
+                }
+        elif kind in ("turn.failed", "error"):
+            self.failed = True
+            error = event.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            if code == "approval_required" or event.get("code") == "approval_required":
+                self.approval = True
 
 
 # ----------------------------------------------------------------- supervision (SPEC 6.4)
