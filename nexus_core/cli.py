@@ -5,14 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from . import canonical
 from .errors import NexusError
 from .terminal import terminal_safe
-
-if TYPE_CHECKING:
-    from .shapes import JsonObject
 
 # The per-task actions (RUN TASK); nexus_core.actions.MUTATIONS holds what each one calls.
 PER_TASK_ACTIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
@@ -164,7 +161,7 @@ def dispatch(
         return actions.call(action, directory, None, None, read_input_file(input_file, "--input"))
     if mutation is None or not mutation.per_task or not run or not task or plan is not None:
         raise NexusError(USAGE + USAGE_MORE)
-    options: JsonObject | None
+    options: dict[str, Any] | None
     if mutation.takes == "nothing":
         if input_file is not None:
             raise NexusError(f"{action} executes its recorded contract and takes no input file.")
