@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import engine, locks, process
-from .engine import Progress
 from .paths import root_of
 from .shapes import JsonObject, Run
 
-# What a mutation returns: the run as saved, or recover-lock's receipt.
-Result = Run | JsonObject
+Progress = Callable[[dict[str, Any]], None]
 StopAsked = Callable[[], bool]
 # What the action reads from the command line: --input (required or optional), --plan, nothing.
 Takes = Literal["input", "optional-input", "plan", "nothing"]
+# What a mutation returns: the run as saved, or recover-lock's receipt.
+Result = Run | JsonObject
 
 
 @dataclass(frozen=True)
