@@ -342,18 +342,7 @@ class _Supervision:
                 for key, _ in selector.select(timeout=0.02):
                     fd = int(key.fd)
                     if fd == stdin_fd:
-                        try:
-                            written = os.write(fd, pending)
-                            pending = pending[written:]
-                        except BlockingIOError:
-                            continue
-                        except OSError as failure:
-                            if failure.errno != errno.EPIPE and self.error is None:
-                                self.error = str(failure)
-                            pending = pending[len(pending) :]
-                        if not pending:
-                            selector.unregister(fd)
-                            child.stdin.close()
+                        pending = self._feed(selector, fd, pending)
                         continue
                     chunk = os.read(fd, 65536)
                     if not chunk:
@@ -368,36 +357,65 @@ class _Supervision:
                         self._record_exit(code)
                 if open_streams == 0:
                     self.closed = True
-                if self.child_exited and self.closed:
+                if self._ended(now):
                     return
-                if self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
-                    if self.reason is None:
-                        self.reason = "retained-pipes"
-                    return
-                if self.stop_at is not None and now >= self.stop_at:
-                    return
-                if self.signals.received or hooks.should_stop():
-                    self.stop("supervisor-interrupted")
-                writer_failure = hooks.failure()
-                if writer_failure is not None:
-                    if self.error is None:
-                        self.error = writer_failure[1]
-                    self.stop(writer_failure[0])
+                self._heed(hooks)
                 if now >= next_poll:
                     next_poll = now + POLL_SECONDS
-                    try:
-                        requested = hooks.poll()
-                    except Exception as poll_failure:
-                        if self.error is None:
-                            self.error = message_of(poll_failure)
-                        self.stop("owner-state-unavailable")
-                    else:
-                        if requested is not None:
-                            self.stop(requested)
-                    if now_ms() >= deadline_ms:
-                        self.stop("deadline")
+                    self._poll_owner(hooks, deadline_ms)
         finally:
             selector.close()
+
+    def _feed(self, selector: selectors.BaseSelector, fd: int, pending: memoryview) -> memoryview:
+        """Write what the child's stdin takes now; close it once all is written (or it broke)."""
+        assert self.child is not None and self.child.stdin
+        try:
+            written = os.write(fd, pending)
+            pending = pending[written:]
+        except BlockingIOError:
+            return pending
+        except OSError as failure:
+            if failure.errno != errno.EPIPE and self.error is None:
+                self.error = str(failure)
+            pending = pending[len(pending) :]
+        if not pending:
+            selector.unregister(fd)
+            self.child.stdin.close()
+        return pending
+
+    def _ended(self, now: float) -> bool:
+        """The child exited with its pipes closed, kept them past the grace, or was stopped."""
+        if self.child_exited and self.closed:
+            return True
+        if self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
+            if self.reason is None:
+                self.reason = "retained-pipes"
+            return True
+        return self.stop_at is not None and now >= self.stop_at
+
+    def _heed(self, hooks: Hooks) -> None:
+        """Stop on an operator's interrupt or when the state writer lost the operation."""
+        if self.signals.received or hooks.should_stop():
+            self.stop("supervisor-interrupted")
+        writer_failure = hooks.failure()
+        if writer_failure is not None:
+            if self.error is None:
+                self.error = writer_failure[1]
+            self.stop(writer_failure[0])
+
+    def _poll_owner(self, hooks: Hooks, deadline_ms: int) -> None:
+        """Every POLL_SECONDS: stop when the owner state asks for it or cannot be read, or at the deadline."""
+        try:
+            requested = hooks.poll()
+        except Exception as poll_failure:
+            if self.error is None:
+                self.error = message_of(poll_failure)
+            self.stop("owner-state-unavailable")
+        else:
+            if requested is not None:
+                self.stop(requested)
+        if now_ms() >= deadline_ms:
+            self.stop("deadline")
 
     def _drain_until_stop(self) -> None:
         # After an unexpected supervisor error: give the signalled child its grace period.
