@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from .. import actions
+from ..logic.selection import FILTER_STATES
 from ..widgets import render
 
 
@@ -47,7 +48,7 @@ class HelpScreen(ModalScreen[None]):
             text.append(f"  {keys:<14}", style=render.themed("bold $primary-lighten-2"))
             text.append(f"{what}\n", style="dim")
         text.append("\nFilter syntax\n", style="bold underline")
-        text.append("  state:stale  state:overdue  state:active  state:attention  state:accepted  state:running ...\n")
+        text.append(f"  state:WORD, WORD one of: {', '.join(FILTER_STATES)}\n")
         text.append("  task:NAME (part of the task id)   anything else: free text over id, objective, states\n\n")
         text.append("Task states\n", style="bold underline")
         for state, glyph in render.GLYPH.items():
