@@ -13,7 +13,7 @@ import getpass
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from nexus_core.actions import Result
 from nexus_core.engine import is_active
@@ -99,7 +99,7 @@ def seen_of(run: Run | None, task_id: str | None, lock: LockSnapshot | None) -> 
     return Seen(
         run_id=run["id"],
         task_id=task_id,
-        facts=task_facts(as_json(run), as_json(task)),
+        facts=task_facts(run, task),
         verification_id=verification.get("id"),
         receipt_hash=process.get("receiptHash"),
         lock_hash=lock["hash"] if lock else None,
@@ -308,12 +308,6 @@ class Operation:
             f"attempt {attempt['id'][:8]}: execution={attempt['execution']}; "
             f"verification={attempt['verification']['status']}; acceptance={task['integration']}"
         )
-
-
-def as_json(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A typed record handed to a core function that still takes ``dict[str, Any]`` (the same
-    object: TypedDicts are plain dicts at run time)."""
-    return cast(dict[str, Any], record)
 
 
 def need_text(values: dict[str, Any], errors: dict[str, str], key: str, label: str, limit: int = TEXT_LIMIT) -> None:
@@ -532,7 +526,7 @@ class NewAttempt(TaskOperation):
             return "The attempt budget (maxAttempts) is spent."
         # The rest of the core's state checks (nexus_core.preconditions, which shell completion
         # uses too): a new attempt needs every task it depends on accepted.
-        if not state_allows(self.name, as_json(context.run), as_json(task)):
+        if not state_allows(self.name, context.run, task):
             return "A task it depends on is not accepted yet."
         return None
 
