@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from . import __version__, canonical
 from .errors import NexusError, message_of
@@ -216,7 +215,7 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> JsonObject:
     return result
 
 
-def add_recovery_lock_hint(result: dict[str, Any], root: str) -> None:
+def add_recovery_lock_hint(result: JsonObject, root: str) -> None:
     """Adds ``recoveryLockHint`` to an inspection that has its ``recoveryLock`` (the dashboard's too)."""
     hint = recovery_lock_hint(result["recoveryLock"], root)
     if hint is not None:

@@ -419,7 +419,7 @@ def render_event(event: Event) -> str:
 # ----------------------------------------------------------------- event log
 
 
-def json_line(value: dict[str, Any]) -> str:
+def json_line(value: JsonObject) -> str:
     """One JSON line of wait's or the scheduler's output (events, the summary, the error), for
     stdout and the event log alike: canonical JSON, C1 and bidi controls escaped for a terminal."""
     return terminal_safe_json(canonical.compact(value)) + "\n"
