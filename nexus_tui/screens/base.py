@@ -3,9 +3,10 @@ a scrolling body (:class:`DialogBody`), an error line (:class:`ErrorLine`) and a
 Its style lives here once and applies to every subclass (Textual type selectors match
 subclasses); colours are theme variables.
 
-The buttons and the error line are docked at the bottom of the frame and the body gets the
-rows left (``NexusDialog.fit_body``), so on a small terminal (80x24) the body scrolls and the
-buttons are never clipped; on a tall one the frame is as tall as its content."""
+The buttons are docked at the bottom of the frame and the body gets the rows the title and the
+error line leave (``NexusDialog.fit_body``), so on a small terminal (80x24) the body scrolls and
+neither the buttons nor an error are ever clipped; on a tall one the frame is as tall as its
+content."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ class NexusDialog(ModalScreen[Result]):
     NexusDialog .unavailable { color: $error; padding-left: 1; }
     NexusDialog .field-label { margin-top: 1; }
     NexusDialog .field-error { color: $error; height: auto; }
-    NexusDialog #dialog-error { color: $error; height: auto; dock: bottom; }
+    NexusDialog #dialog-error { color: $error; height: auto; }
     NexusDialog #dialog-buttons { height: auto; align-horizontal: right; padding-top: 1; dock: bottom; }
     NexusDialog #dialog-buttons Button { margin-left: 2; }
     /* Under NARROW columns the buttons take their labels' width (a guide's four still fit). */

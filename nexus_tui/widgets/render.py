@@ -136,6 +136,14 @@ def progress_cell(view: RunView, width: int = 8) -> Text:
     return bar
 
 
+def compact_progress_cell(view: RunView) -> Text:
+    """The count alone (the bar takes 8 more columns). Never wider than the count: a column only
+    grows, so a wide "loading…" would keep the column wide after it (whenever it was drawn)."""
+    if view.loading:
+        return Text("…", style="dim italic")
+    return Text(f"{view.count('accepted')}/{view.total}") if view.total else progress_cell(view)
+
+
 def states_cell(view: RunView) -> Text:
     text = Text()
     for state, count in view.counts:
@@ -160,10 +168,7 @@ def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int, compact: bool 
     run_label = plain(view.run_id, "bold")
     return {
         "run": run_label,
-        # The compact form: the count alone (the bar needs 8 more columns).
-        "progress": Text(f"{view.count('accepted')}/{view.total}")
-        if compact and view.total and not view.loading
-        else progress_cell(view),
+        "progress": compact_progress_cell(view) if compact else progress_cell(view),
         "states": states_cell(view),
         "stale": Text(str(view.stale), style=themed("bold $error")) if view.stale else Text("0", style="dim"),
         "overdue": Text(str(view.overdue), style=themed("bold $error")) if view.overdue else Text("0", style="dim"),

@@ -241,6 +241,20 @@ async def test_dialog_buttons_are_whole_on_screen(tmp_path: Path, dialog: str, s
                 assert inside.contains_region(button.region), f"{button.id} clipped: {button.region} in {inside}"
 
 
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_refusal_in_the_dialog_shows_above_the_buttons(tmp_path: Path, size: str) -> None:
+    app = StyledHost(DIALOGS["reconcile"](tmp_path))
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        app.screen.query_one("#confirm", Button).press()  # without the owner-stopped tick
+        await pilot.pause()
+        await pilot.pause()
+        error = app.screen.query_one("#dialog-error")
+        assert "owner" in str(getattr(error.content, "plain", error.content))
+        assert _visible(error), f"the error line is covered or off screen: {error.region}"
+        assert error.region.bottom <= app.screen.query_one("#dialog-buttons").region.y
+
+
 # ----------------------------------------------------------------- Tab stops (item 14)
 
 ACTIONABLE = (Button, Input, Checkbox, RadioSet, OptionList, DataTable)
