@@ -73,6 +73,13 @@ def help_text(width: int) -> Text:
     for state, glyph in render.GLYPH.items():
         text.append(f"  {glyph} ", style=render.state_style(state, ""))
         text.append(f"{state}\n")
+    text.append("\nCompact columns (Exe, Ver, Acc, on a narrow screen)\n", style="bold underline")
+    by_glyph: dict[str, list[str]] = {}
+    for value, glyph in render.VALUE_GLYPH.items():
+        by_glyph.setdefault(glyph, []).append(value)
+    for glyph, values in by_glyph.items():
+        text.append(f"  {glyph} ", style=render.value_style(values[0], ""))
+        text.append(f"{'/'.join(values)}\n")
     text.append(
         "\nEverything shown comes from the same core functions as `nexus inspect --json`.\n"
         "Watching writes nothing: no lock, no temporary file.\n",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_kit import demo_app_factory, frozen_demo, select, then
+from dashboard_kit import cell, demo_app_factory, frozen_demo, select, then
 from dialog_kit import SNAPSHOT_HOST, ScreenHost, action_dialog, completed, display, make_deterministic, running
 from textual.containers import ScrollableContainer
 from textual.errors import NoWidget
@@ -49,6 +49,7 @@ from nexus_tui.screens.help import HelpScreen, HelpText
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
+from nexus_tui.widgets import render
 
 __all__ = ["frozen_demo"]  # the session fixture the demo views share
 
@@ -399,6 +400,10 @@ async def test_the_columns_that_decide_stay_on_screen(demo_app: Callable[[], Any
         cells = {key: pane.tasks.get_row(key) for key in ("release-notes", "backfill")}
         assert any("STALE" in str(cell) for cell in cells["release-notes"])
         assert any("OVERDUE" in str(cell) for cell in cells["backfill"])
+        # Compact values are the glyphs of the model's values (the help's legend).
+        for row in pane.current_view().rows:
+            for column in ("execution", "verification", "acceptance"):
+                assert cell(pane.tasks, row.task_id, column) == render.VALUE_GLYPH[getattr(row, column)]
         if size == "80x24":  # the detail pane is below the tables, as wide as the screen
             detail = pane.query_one(f"#detail-{pane.index}")
             assert detail.region.y >= pane.tasks.region.bottom and detail.region.width == pane.region.width
