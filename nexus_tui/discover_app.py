@@ -38,6 +38,8 @@ OVERVIEW_ACTIONS = frozenset(
     {"help", "quit", "change_theme", "next_project", "previous_project", "refresh", "toggle_follow", "focus_next_pane"}
 )
 
+OVERVIEW_REFUSAL = "The overview lists projects: open one (Enter on its row, or ]) to act on it."
+
 
 class ProjectsFound(Message):
     """The discovery thread found projects it had not reported before."""
@@ -195,6 +197,11 @@ class DiscoverApp(NexusApp):
 
     def allowed_actions(self) -> frozenset[str]:
         return OVERVIEW_ACTIONS if self._on_overview() else super().allowed_actions()
+
+    def refusal_of(self, action_id: str) -> str | None:
+        if self._on_overview() and action_id not in OVERVIEW_ACTIONS:
+            return OVERVIEW_REFUSAL
+        return super().refusal_of(action_id)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         entry = self.registry_entry(action, parameters)

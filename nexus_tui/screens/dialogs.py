@@ -117,7 +117,7 @@ class ActionDialog(NexusDialog[dict[str, Any] | None]):
         yield Label(label, classes="field-label")
         yield Input(value=value, placeholder=placeholder, id=key)
 
-    def radio_field(self, key: str, label: str, choices: Iterable[str], default: str) -> ComposeResult:
+    def radio_field(self, key: str, label: str, choices: Iterable[str], default: str | None) -> ComposeResult:
         yield Label(label, classes="field-label")
         with RadioSet(id=key):
             for choice in choices:

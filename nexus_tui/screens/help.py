@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from .. import actions
+from ..logic.selection import FILTER_STATES
 from ..widgets import render
 
 KEY_WIDTH = 15  # "↑ ↓ PgUp PgDn" and a gap
@@ -67,7 +68,7 @@ def help_text(width: int) -> Text:
     for keys, what in ALSO:
         _row(text, keys, "", what, width)
     text.append("\nFilter syntax\n", style="bold underline")
-    text.append("  state:stale  state:overdue  state:active  state:attention  state:accepted  state:running ...\n")
+    text.append(f"  state:WORD, WORD one of: {', '.join(FILTER_STATES)}\n")
     text.append("  task:NAME (part of the task id)   anything else: free text over id, objective, states\n\n")
     text.append("Task states\n", style="bold underline")
     for state, glyph in render.GLYPH.items():

@@ -51,6 +51,7 @@ class ProjectPane(Vertical):
         self._selection: tuple[tuple[Any, ...], Selection] | None = None
         self.narrow = False  # under render.NARROW_COLUMNS: the detail below the tables
         self.compact = False  # the tables narrower than render.FULL_COLUMNS_WIDTH: compact columns
+        self._filter_problem: str | None = None  # shown under the filter input
 
     # -- the session's facts, read by the tests and the app
     @property
@@ -84,6 +85,10 @@ class ProjectPane(Vertical):
                 )
                 filter_input.display = False
                 yield filter_input
+                # Why part of the filter is not applied (an unknown state:WORD), shown under it.
+                problem = Static("", id=f"filter-problem-{self.index}", classes="filter-problem")
+                problem.display = False
+                yield problem
                 yield KeyedTable(render.TASK_COLUMNS, id=f"tasks-{self.index}", classes="tasks")
             yield TaskDetail(self.index)
         yield StatusBar(self.session, self.display_path, id=f"status-{self.index}")
@@ -232,8 +237,9 @@ class ProjectPane(Vertical):
         table = self.tasks
         view = self.current_view()
         rows = view.rows if view else ()
-        terms = parse_filter(self.session.filter_text)
-        visible = [row for row in rows if row_matches(row, terms)]
+        task_filter = parse_filter(self.session.filter_text)
+        self._show_filter_problem(task_filter.problem)
+        visible = [row for row in rows if row_matches(row, task_filter.terms)]
         wanted = {row.task_id: row for row in visible}
         cursor = table.cursor_key() if table.cells else self.session.task_id
         for gone in table.drop_missing(wanted):
@@ -274,6 +280,13 @@ class ProjectPane(Vertical):
                 f"  sorted by {self.session.task_sort[0]}{' ↓' if self.session.task_sort[1] else ''}", style="dim"
             )
         self.query_one(f"#tasks-title-{self.index}", Static).update(title)
+
+    def _show_filter_problem(self, problem: str | None) -> None:
+        widget = self.query_one(f"#filter-problem-{self.index}", Static)
+        if problem != self._filter_problem:
+            self._filter_problem = problem
+            widget.update(render.plain(problem or "", render.themed("$warning")))
+            widget.display = problem is not None
 
     def _sync_detail(self, now: int, times_only: bool = False) -> None:
         self.query_one(TaskDetail).sync(self.session, now, self.display_path, times_only=times_only)

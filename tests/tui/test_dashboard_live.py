@@ -85,6 +85,26 @@ async def test_editing_an_accepted_artifact_turns_the_task_stale(tmp_path: Path)
         assert cell(pane.runs, "example", "stale") == "1"
 
 
+async def test_a_file_with_a_non_utf8_name_is_seen_by_the_watcher_like_any_other(tmp_path: Path) -> None:
+    """watchfiles stops with an error on a path it cannot decode: the dashboard treats that as
+    a change in the watched scopes (rescan, watch again at once), never as a failure to back
+    off from (which left STALE to the restart 2 s later, or to the periodic rescan)."""
+    root = str(relocate("walkthrough", tmp_path))
+    app = quiet_app([root], watch=True)  # no tick, no periodic rescan: only the watcher scans
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        pane = app.pane
+        await select(pilot, "example", "result")
+        await eventually(pilot, lambda: any(p.endswith("/work") for p in pane.session.scope_paths))
+        bad = os.path.join(os.fsencode(root), b"work", b"bad-\xff.txt")
+        with open(bad, "wb") as handle:
+            handle.write(b"not in the evidence\n")
+        await eventually(pilot, lambda: cell(pane.tasks, "result", "stale") == "STALE")
+        os.unlink(bad)
+        await eventually(pilot, lambda: cell(pane.tasks, "result", "stale") == "—")
+        assert app.watch_backoffs == 0  # no watcher failure, no wait before watching again
+
+
 async def test_a_broken_run_file_keeps_its_last_good_view_flagged(tmp_path: Path) -> None:
     root = small_project(tmp_path / "p")
     state = Path(root, ".bmad-plus/nexus/runs/live.json")
