@@ -50,6 +50,7 @@ from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
 from nexus_tui.widgets import render
+from nexus_tui.widgets.footer import FittingFooter
 
 __all__ = ["frozen_demo"]  # the session fixture the demo views share
 
@@ -480,3 +481,23 @@ async def test_the_help_keeps_keys_labels_and_descriptions_apart(size: tuple[int
         next_pane = next(line for line in lines if "Next pane" in line)
         assert next_pane.split()[0] == "Tab"
         assert "(changes state)" not in " ".join(lines[lines.index("Act (changes state)") + 1 :])
+
+
+async def test_discover_overview_at_80x24_shows_whole_cells_and_a_fitting_footer(frozen_demo: DemoInfo) -> None:
+    """On the demo the first summary shown ("loading") is narrower than the final one."""
+    from dashboard_kit import eventually, loaded
+
+    from nexus_tui.discover_app import DiscoverApp
+
+    root = os.path.dirname(frozen_demo.directory)
+    app = DiscoverApp(root, watch=False, rescan_seconds=0, tick=False, rediscover_seconds=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        await eventually(pilot, lambda: len(app.overview.summaries) == 1)
+        await pilot.pause()
+        table = app.overview.table
+        for column in table.ordered_columns:
+            for row in table.rows:
+                value = table.get_cell(row, column.key)
+                assert value.cell_len <= column.content_width, f"{column.key.value} cut: {value.plain!r}"
+        assert isinstance(app.query_one(Footer), FittingFooter)
