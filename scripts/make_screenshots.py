@@ -190,9 +190,8 @@ async def shoot(
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "screenshots")
     out.mkdir(parents=True, exist_ok=True)
-    # A fixed parent: paths the screens show in full (fresh-run commands) stay the same.
-    parent = os.path.join(tempfile.gettempdir(), "nexus-screenshots")
-    shutil.rmtree(parent, ignore_errors=True)
+    # A private, unpredictable parent (mkdtemp: 0700, fresh name): never a fixed name in a shared /tmp.
+    parent = tempfile.mkdtemp(prefix="nexus-screenshots-")
     try:
         info = build_demo(os.path.join(parent, "demo"), start=FIXED_START, seed=SEED)
         for note in info.notes:
