@@ -35,6 +35,7 @@ from .scanning import ProjectScanned, ScanRequests, undecodable_path_changed
 from .screens.help import HelpScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
+from .widgets.footer import FittingFooter
 from .widgets.project_pane import ProjectPane, RunFocused
 
 TICK_SECONDS = 1.0
@@ -120,7 +121,7 @@ class NexusApp(App[None]):
                     pane = ProjectPane(session, display_path=self.display_path)
                     pane.following, pane.read_only = self.following, self.read_only
                     yield pane
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         render.use_theme_variables(self.get_css_variables())
