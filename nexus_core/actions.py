@@ -12,11 +12,14 @@ from typing import Any, Literal
 
 from . import engine, locks, process
 from .paths import root_of
+from .shapes import JsonObject, Run
 
 Progress = Callable[[dict[str, Any]], None]
 StopAsked = Callable[[], bool]
 # What the action reads from the command line: --input (required or optional), --plan, nothing.
 Takes = Literal["input", "optional-input", "plan", "nothing"]
+# What a mutation returns: the run as saved, or recover-lock's receipt.
+Result = Run | JsonObject
 
 
 @dataclass(frozen=True)
@@ -25,12 +28,12 @@ class Mutation:
     takes: Takes
     per_task: bool  # RUN TASK positionals (else the project: create, recover-lock)
     long: bool  # accepts progress and should_stop hooks (live progress, Stop)
-    call: Callable[..., dict[str, Any]]
+    call: Callable[..., Result]
 
 
-def _task(function: Callable[[str, str, str, Any], Any]) -> Callable[..., dict[str, Any]]:
-    def call(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> dict[str, Any]:
-        return function(directory, run_id, task_id, options)  # type: ignore[no-any-return]
+def _task(function: Callable[[str, str, str, Any], Run]) -> Callable[..., Result]:
+    def call(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> Result:
+        return function(directory, run_id, task_id, options)
 
     return call
 
@@ -42,11 +45,11 @@ def _verify(
     options: Any,
     progress: Progress | None = None,
     should_stop: StopAsked | None = None,
-) -> dict[str, Any]:
+) -> Result:
     return engine.verify_task(directory, run_id, task_id, progress=progress, should_stop=should_stop)
 
 
-def _accept(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> dict[str, Any]:
+def _accept(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> Result:
     return engine.accept_task(directory, run_id, task_id)
 
 
@@ -57,15 +60,15 @@ def _launch(
     options: Any,
     progress: Progress | None = None,
     should_stop: StopAsked | None = None,
-) -> dict[str, Any]:
+) -> Result:
     return process.launch_task(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
 
 
-def _create(directory: str, run_id: str | None, task_id: str | None, plan: Any, **_: Any) -> dict[str, Any]:
+def _create(directory: str, run_id: str | None, task_id: str | None, plan: Any, **_: Any) -> Result:
     return engine.create_run(directory, plan)
 
 
-def _recover_lock(directory: str, run_id: str | None, task_id: str | None, options: Any, **_: Any) -> dict[str, Any]:
+def _recover_lock(directory: str, run_id: str | None, task_id: str | None, options: Any, **_: Any) -> Result:
     return locks.recover_lock(root_of(directory), options)
 
 
@@ -96,7 +99,7 @@ def call(
     *,
     progress: Progress | None = None,
     should_stop: StopAsked | None = None,
-) -> dict[str, Any]:
+) -> Result:
     """Run mutation ``name``; the long ones get the progress and stop hooks."""
     mutation = MUTATIONS[name]
     if mutation.long:

@@ -80,7 +80,7 @@ REGISTRY: list[ActionSpec] = [
     ActionSpec("reverse_sort", "S", "Reverse", "Reverse the sort order of the focused table.", footer=False),
     ActionSpec("toggle_follow", "p", "Pause", "Pause or resume live updates (follow)."),
     ActionSpec("refresh", "r", "Rescan", "Rescan every run file and scope now."),
-    ActionSpec("focus_next_pane", "", "Next pane", "Move focus between runs, tasks and detail.", footer=False),
+    ActionSpec("focus_next_pane", "tab", "Next pane", "Move focus between runs, tasks and detail.", footer=False),
     ActionSpec("next_project", "right_square_bracket", "Next project", "Show the next project tab.", footer=False),
     ActionSpec(
         "previous_project", "left_square_bracket", "Prev project", "Show the previous project tab.", footer=False

@@ -40,6 +40,7 @@ from .screens.quit import QuitScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.demo_progress import DemoProgress
+from .widgets.footer import FittingFooter
 from .widgets.project_pane import ProjectPane, RunFocused
 
 TICK_SECONDS = 1.0
@@ -128,7 +129,7 @@ class NexusApp(App[None]):
                     pane = ProjectPane(session, display_path=self.display_path)
                     pane.following, pane.read_only = self.following, self.read_only
                     yield pane
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         render.use_theme_variables(self.get_css_variables())

@@ -18,7 +18,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.theme import Theme
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from nexus_core.terminal import terminal_safe
 
@@ -27,6 +27,7 @@ from .logic.discovery import DEFAULT_DEPTH, discover_projects, summarize
 from .logic.selection import Selection
 from .logic.session import ProjectSession
 from .scanning import ProjectScanned, ScanRequests
+from .widgets.footer import FittingFooter
 from .widgets.overview import OverviewPane
 from .widgets.project_pane import ProjectPane
 
@@ -91,7 +92,7 @@ class DiscoverApp(NexusApp):
             for session, pane in zip(self.sessions, self._project_panes, strict=True):
                 with TabPane(session.label, id=f"tab-{session.index}"):
                     yield pane
-        yield Footer()
+        yield FittingFooter()
 
     @property
     def overview(self) -> OverviewPane:
