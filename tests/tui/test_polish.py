@@ -50,7 +50,8 @@ async def test_the_accepted_bar_shows_the_accepted_share(tmp_path: Path) -> None
     root = _project(tmp_path)
     engine.start_task(str(root), "none", "none-0", {"backend": {"kind": "host", "id": "w", "sessionId": "s"}})
     app = quiet_app([str(root)])
-    async with app.run_test(size=(140, 40)) as pilot:
+    # Wide enough for the full runs table (narrower, the column shows the count alone).
+    async with app.run_test(size=(200, 40)) as pilot:
         await loaded(app, pilot)
         runs = app.pane.runs
         shown = {run: cell(runs, run, "progress") for run in ("none", "half", "all")}
