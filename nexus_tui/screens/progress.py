@@ -203,11 +203,13 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
         if self.child:
             words += f": {self.child}"
         if self.finished:
-            return f"{words}: ended after {elapsed_text((self.ended_at or self.clock()) - self.started_at)}"
+            return self.shown_text(
+                f"{words}: ended after {elapsed_text((self.ended_at or self.clock()) - self.started_at)}"
+            )
         words += f", pid {self.child_pid}" if self.child_pid else ", no child running"
         if self.stop_requested.is_set():
             words += ", stop requested"
-        return f"{words}; running for {elapsed_text(self.clock() - self.started_at)}"
+        return self.shown_text(f"{words}; running for {elapsed_text(self.clock() - self.started_at)}")
 
     def _succeeded(self) -> bool:
         if self.result is None:

@@ -47,6 +47,7 @@ from nexus_tui.logic.schedules import SCHEDULE_ACTIONS
 from nexus_tui.screens.dialogs import dialog_for
 from nexus_tui.screens.help import HelpScreen, HelpText
 from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.quit import QuitScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
 from nexus_tui.widgets import render
@@ -255,6 +256,51 @@ async def test_a_refusal_in_the_dialog_shows_above_the_buttons(tmp_path: Path, s
         assert "owner" in str(getattr(error.content, "plain", error.content))
         assert _visible(error), f"the error line is covered or off screen: {error.region}"
         assert error.region.bottom <= app.screen.query_one("#dialog-buttons").region.y
+
+
+class _QuitOverVerify(StyledHost):
+    """The quit dialog over a verify whose check holds until ``hold`` goes (its pid shown fixed).
+    The hold goes once the screenshot is taken, so the check ends and the app shuts down at once."""
+
+    def __init__(self, root: Path) -> None:
+        self.hold = root / "hold"
+        self.hold.write_text("")
+        shown = display(root)
+        self.progress = ProgressScreen(
+            operations.preview(str(root), "verify", "demo", "a"),
+            {},
+            operations.ActionLog(),
+            clock=lambda: 0.0,
+            display=lambda text: shown(text).replace(f"pid {self.progress.child_pid}", "pid 4242"),
+        )
+        super().__init__(self.progress)
+
+    def export_screenshot(self, *args: Any, **kwargs: Any) -> str:
+        try:
+            return super().export_screenshot(*args, **kwargs)
+        finally:
+            self.hold.unlink(missing_ok=True)
+
+
+async def _quit_asked(pilot: Pilot[None]) -> None:
+    app = pilot.app
+    assert isinstance(app, _QuitOverVerify)
+    deadline = time.monotonic() + 30
+    while app.progress.child_pid is None:
+        assert time.monotonic() < deadline, "the check never started"
+        await pilot.pause(0.05)
+    app.push_screen(QuitScreen([app.progress], clock=lambda: 0.0))
+    await pilot.pause()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_quit_dialog_at_size(snap_compare: Any, tmp_path: Path, size: str) -> None:
+    app = _QuitOverVerify(completed(tmp_path))
+    try:
+        assert snap_compare(app, terminal_size=SIZES[size], run_before=_quit_asked)
+    finally:
+        app.hold.unlink(missing_ok=True)
 
 
 # ----------------------------------------------------------------- Tab stops (item 14)
