@@ -577,45 +577,67 @@ class ProjectScanner:
         stamp = _stamp(os.path.join(root, RUNS, f"{run_id}.json"))
         usable = previous is not None and not previous.loading and previous.error is None
         need_run = force or not usable or (is_focus and previous is not None and previous.inspection is None)
-        run: Run | None = None
         try:
-            if stamp is None or stamp != memo.stamp:
-                run = self._read(root, run_id, memo, stamp)
-            if run is None and need_run:
-                run = memo.run
-                if run is None:
-                    memo.digest = None  # read again even though the bytes are the same
-                    run = self._read(root, run_id, memo, stamp)
+            run = self._load(root, run_id, memo, stamp, need_run)
         except Exception as error:
             memo.stamp, memo.digest, memo.run = stamp, None, None
             return _broken_view(run_id, previous, message_of(error))
         if run is None:
-            # Same bytes: only the clock moved.
-            if previous is None or not retime or not previous.time_sensitive or not memo.clocked:
-                return previous if previous is not None else _loading_view(run_id)
-            return self._retimed(previous, memo, moment)
+            return self._unchanged(run_id, previous, memo, moment, retime)
         try:
-            began = time.monotonic()
             reusable = not force and usable and memo.plan_hash == run.get("planHash") and previous is not None
             # The focus run keeps its parsed records: compare those; the others keep keys.
             task_keys = None if is_focus else {task["id"]: _task_key(task) for task in run["tasks"]}
-            unchanged_rows: dict[str, TaskRow] | None = None
-            if reusable:
-                assert previous is not None
-                inspection, unchanged_rows = self._reobserve(root, run, memo, task_keys, previous, locks, moment)
-            else:
-                inspection = observe.inspect_loaded(root, run, moment)
-                self._seconds_per_inspection = time.monotonic() - began
+            inspection, unchanged_rows = self._inspect(
+                root, run, memo, task_keys, previous if reusable else None, locks, moment
+            )
         except Exception as error:
             return _broken_view(run_id, previous, message_of(error))
-        memo.plan_hash = run.get("planHash")
-        memo.task_keys = task_keys
-        memo.clocked = {task["id"]: task for task in run["tasks"] if _time_dependent(task)}
-        memo.run = run if is_focus else None
+        _remember(memo, run, task_keys, is_focus)
         view = build_view(run_id, inspection, keep_inspection=is_focus, reusable=unchanged_rows)
         if previous is not None and _same_view(previous, view):
             return previous
         return view
+
+    def _load(
+        self, root: str, run_id: str, memo: _FileMemo, stamp: tuple[int, ...] | None, need_run: bool
+    ) -> Run | None:
+        """The run when its bytes changed, or when ``need_run`` (from the memo if it kept it);
+        None: same bytes, nothing needed."""
+        run: Run | None = None
+        if stamp is None or stamp != memo.stamp:
+            run = self._read(root, run_id, memo, stamp)
+        if run is None and need_run:
+            run = memo.run
+            if run is None:
+                memo.digest = None  # read again even though the bytes are the same
+                run = self._read(root, run_id, memo, stamp)
+        return run
+
+    def _unchanged(self, run_id: str, previous: RunView | None, memo: _FileMemo, moment: int, retime: bool) -> RunView:
+        """Same bytes: only the clock moved."""
+        if previous is None or not retime or not previous.time_sensitive or not memo.clocked:
+            return previous if previous is not None else _loading_view(run_id)
+        return self._retimed(previous, memo, moment)
+
+    def _inspect(
+        self,
+        root: str,
+        run: Run,
+        memo: _FileMemo,
+        task_keys: dict[str, int] | None,
+        reusable: RunView | None,
+        locks: tuple[Any, Any],
+        moment: int,
+    ) -> tuple[JsonObject, dict[str, TaskRow] | None]:
+        """The run's inspection: re-observing only changed tasks when the previous view is
+        ``reusable``, else in full (timed, for the safety-net budget)."""
+        if reusable is not None:
+            return self._reobserve(root, run, memo, task_keys, reusable, locks, moment)
+        began = time.monotonic()
+        inspection = observe.inspect_loaded(root, run, moment)
+        self._seconds_per_inspection = time.monotonic() - began
+        return inspection, None
 
     def _reobserve(
         self,
@@ -691,6 +713,15 @@ class ProjectScanner:
         result = sorted(set(paths))
         self._scope_paths_cache = (scopes, tuple(result))
         return result
+
+
+def _remember(memo: _FileMemo, run: Run, task_keys: dict[str, int] | None, is_focus: bool) -> None:
+    """What the next scan compares against: the plan, the task keys (or, for the focus run,
+    its parsed records), and the tasks whose flags move with the clock."""
+    memo.plan_hash = run.get("planHash")
+    memo.task_keys = task_keys
+    memo.clocked = {task["id"]: task for task in run["tasks"] if _time_dependent(task)}
+    memo.run = run if is_focus else None
 
 
 def _same_view(a: RunView, b: RunView) -> bool:
