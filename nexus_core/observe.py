@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import cast
 
 from . import __version__, canonical
 from .errors import NexusError, message_of
 from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .paths import root_of
 from .schedule import DB_REL as SCHEDULES_DB
-from .shapes import Attempt, JsonObject, Observation, Run, Task
+from .shapes import Attempt, Inspection, JsonObject, Observation, Run, Task
 from .store import list_run_ids, list_temp_files, load_run
 from .timeutil import now_ms, parse_iso_ms
 
@@ -202,12 +203,13 @@ def running_verification(root: str, run_id: str, task_id: str, attempt: Attempt)
     }
 
 
-def inspect_loaded(root: str, run: Run, now: int | None = None) -> JsonObject:
-    """Observations for a run already loaded (the dashboard reuses parsed runs): a
-    ``shapes.Inspection``, typed as JSON while the dashboard's recovery reads it as such."""
+def inspect_loaded(root: str, run: Run, now: int | None = None) -> Inspection:
+    """Observations for a run already loaded (the dashboard reuses parsed runs)."""
     moment = now_ms() if now is None else now
     verified: set[str] = set()
-    result: JsonObject = dict(run)
+    # A copy of the run, then the keys inspect adds (a Run may not be spread into an Inspection:
+    # the type checker cannot know it carries none of them already).
+    result = cast(Inspection, dict(run))
     result["observations"] = [observe_task(root, run, task, verified, moment) for task in run["tasks"]]
     result["lock"] = lock_snapshot(root, WRITER_LOCK)
     result["recoveryLock"] = lock_snapshot(root, RECOVERY_LOCK)
@@ -215,7 +217,7 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> JsonObject:
     return result
 
 
-def add_recovery_lock_hint(result: JsonObject, root: str) -> None:
+def add_recovery_lock_hint(result: Inspection | JsonObject, root: str) -> None:
     """Adds ``recoveryLockHint`` to an inspection that has its ``recoveryLock`` (the dashboard's too)."""
     hint = recovery_lock_hint(result["recoveryLock"], root)
     if hint is not None:
@@ -259,7 +261,7 @@ def inspect_inventory(root: str) -> JsonObject:
     return inventory
 
 
-def inspect_run(directory: str, run_id: str | None = None) -> JsonObject:
+def inspect_run(directory: str, run_id: str | None = None) -> Inspection | JsonObject:
     root = root_of(directory)
     if run_id is None:
         return inspect_inventory(root)

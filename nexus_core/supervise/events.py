@@ -105,7 +105,7 @@ def take_snapshot(
         _, raw = read_state_bytes(root, run_id)
         run = parse_run(root, run_id, raw)
         with observational_hashes(hash_cache if hash_cache is not None else {}):
-            view = cast(View, inspect_loaded(root, run, at))
+            view = inspect_loaded(root, run, at)
     except Exception as error:
         message = _message(error)
         unknown = isinstance(error, NexusError) and "Unknown run:" in message

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from nexus_core import observe
 from nexus_core.engine import is_active, latest
@@ -23,7 +23,7 @@ from nexus_core.errors import message_of
 from nexus_core.hostinfo import owner_liveness, usable_pid
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
 from nexus_core.paths import root_of
-from nexus_core.shapes import JsonObject, LockSnapshot, Observation, Record, Run, Task
+from nexus_core.shapes import Inspection, JsonObject, LockSnapshot, Observation, Record, Run, Task
 from nexus_core.snapshots import observational_hashes
 from nexus_core.store import RUNS, list_run_ids, list_temp_files, parse_run, read_state_bytes, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
@@ -116,7 +116,7 @@ class RunView:
     updated_at: str | None
     objective_count: int
     # The core's full inspection (run + observations), for the detail pane.
-    inspection: JsonObject | None
+    inspection: Inspection | None
     # Why the latest read failed; the rows are then the last good ones.
     error: str | None = None
     # Scopes of tasks with passed or accepted evidence: their edits change "stale".
@@ -124,7 +124,7 @@ class RunView:
     # Any task whose flags move with the clock (active attempt, process heartbeat).
     time_sensitive: bool = False
     # The core's observations (kept for every run; the full inspection only for the focus run).
-    observations: tuple[JsonObject, ...] = ()
+    observations: tuple[Observation, ...] = ()
     # Listed in the inventory, not read yet (first load in progress).
     loading: bool = False
 
@@ -199,7 +199,7 @@ def _depends(definition: Record | None) -> tuple[str, ...]:
     return tuple(str(d) for d in definition.get("dependsOn") or ())
 
 
-def build_rows(inspection: JsonObject, reusable: dict[str, TaskRow] | None = None) -> tuple[TaskRow, ...]:
+def build_rows(inspection: Inspection, reusable: dict[str, TaskRow] | None = None) -> tuple[TaskRow, ...]:
     """``reusable``: rows known to be unchanged (same record, plan and observation)."""
     definitions = {d.get("id"): d for d in inspection["plan"]["tasks"]}
     observations = {o["taskId"]: o for o in inspection.get("observations") or []}
@@ -233,7 +233,7 @@ def build_rows(inspection: JsonObject, reusable: dict[str, TaskRow] | None = Non
 
 
 def build_view(
-    run_id: str, inspection: JsonObject, keep_inspection: bool = True, reusable: dict[str, TaskRow] | None = None
+    run_id: str, inspection: Inspection, keep_inspection: bool = True, reusable: dict[str, TaskRow] | None = None
 ) -> RunView:
     rows = build_rows(inspection, reusable)
     counts: dict[str, int] = {}
@@ -282,7 +282,7 @@ def _time_ms(text: object) -> int | None:
     return _parse_time(text) if isinstance(text, str) else None
 
 
-def refresh_time_flags(observation: JsonObject, task: Task, now: int) -> JsonObject:
+def refresh_time_flags(observation: Observation, task: Task, now: int) -> Observation:
     """The observation with its clock-derived fields recomputed for ``now``: ``overdue`` (as
     observe_task computes it) and the process observation (the core's own function). Everything
     else in an observation depends on files, not on the clock (tests compare with inspect)."""
@@ -298,7 +298,7 @@ def refresh_time_flags(observation: JsonObject, task: Task, now: int) -> JsonObj
         fresh_process = observe.process_observation(attempt, now, kept)
     if overdue == observation.get("overdue") and fresh_process == process:
         return observation
-    updated = dict(observation)
+    updated = observation.copy()
     updated["overdue"] = overdue
     if fresh_process is not None:
         updated["process"] = fresh_process
@@ -629,7 +629,7 @@ class ProjectScanner:
         reusable: RunView | None,
         locks: tuple[Any, Any],
         moment: int,
-    ) -> tuple[JsonObject, dict[str, TaskRow] | None]:
+    ) -> tuple[Inspection, dict[str, TaskRow] | None]:
         """The run's inspection: re-observing only changed tasks when the previous view is
         ``reusable``, else in full (timed, for the safety-net budget)."""
         if reusable is not None:
@@ -648,7 +648,7 @@ class ProjectScanner:
         previous: RunView,
         locks: tuple[Any, Any],
         moment: int,
-    ) -> tuple[JsonObject, dict[str, TaskRow]]:
+    ) -> tuple[Inspection, dict[str, TaskRow]]:
         """The run's inspection, calling the core's observe_task only for tasks whose record
         changed (and their dependents); the others keep their observation, re-timed. Also the
         previous rows still valid (same record, same observation object)."""
@@ -658,7 +658,7 @@ class ProjectScanner:
         old_rows = {row.task_id: row for row in previous.rows}
         unchanged_rows: dict[str, TaskRow] = {}
         verified: set[str] = set()
-        observations: list[JsonObject | Observation] = []
+        observations: list[Observation] = []
         for task in run["tasks"]:
             kept = old.get(task["id"])
             # A verification left running is re-observed each time: its owner may have exited
@@ -671,7 +671,7 @@ class ProjectScanner:
                 row = old_rows.get(task["id"])
                 if observation is kept and row is not None:
                     unchanged_rows[task["id"]] = row
-        result: JsonObject = dict(run)
+        result = cast(Inspection, dict(run))  # the run, then what inspect adds
         result["observations"] = observations
         result["lock"], result["recoveryLock"] = locks
         observe.add_recovery_lock_hint(result, root)
@@ -685,7 +685,7 @@ class ProjectScanner:
         if all(a is b for a, b in zip(observations, previous.observations, strict=True)):
             return previous
         if previous.inspection is not None:
-            inspection = dict(previous.inspection)
+            inspection = previous.inspection.copy()
             inspection["observations"] = observations
             return build_view(previous.run_id, inspection)
         by_id = {o["taskId"]: o for o in observations}

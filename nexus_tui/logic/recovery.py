@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from nexus_core import canonical
 from nexus_core.errors import NexusError, message_of
@@ -24,6 +24,17 @@ from nexus_core.locks import (
 from nexus_core.observe import inspect_loaded
 from nexus_core.paths import root_of
 from nexus_core.plan import normalize_plan
+from nexus_core.shapes import (
+    Attempt,
+    Backend,
+    Inspection,
+    JsonObject,
+    Observation,
+    Plan,
+    Task,
+    TaskDefinition,
+    Verification,
+)
 from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
 from nexus_core.store import RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
@@ -62,7 +73,7 @@ class FreshRun:
     old_run_id: str
     new_run_id: str
     root: str
-    plan: dict[str, Any] | None  # None when the plan could not be recovered
+    plan: JsonObject | None  # a plan file's content; None when the plan could not be recovered
     plan_problem: str | None = None
     # Why create would refuse the recovered plan right now (e.g. a check argument names an
     # artifact the old run produced, which create requires to be a protected resource).
@@ -137,7 +148,7 @@ def _liveness_words(host: object, process_id: object) -> str:
 # ----------------------------------------------------------------- file-by-file changes
 
 
-def compare_hashes(expected: dict[str, Any] | None, current: dict[str, Any]) -> list[FileChange]:
+def compare_hashes(expected: Mapping[str, str | None] | None, current: Mapping[str, str | None]) -> list[FileChange]:
     expected = expected if isinstance(expected, dict) else {}
     changes: list[FileChange] = []
     for path in sorted(set(expected) | set(current)):
@@ -153,7 +164,7 @@ def compare_hashes(expected: dict[str, Any] | None, current: dict[str, Any]) -> 
     return changes
 
 
-def evidence_changes(root: str, definition: dict[str, Any], attempt: dict[str, Any]) -> list[FileChange]:
+def evidence_changes(root: str, definition: TaskDefinition, attempt: Attempt) -> list[FileChange]:
     """What changed since the attempt's verification: scope files and artifacts, file by file."""
     verification = attempt.get("verification") or {}
     recorded = verification.get("scopeHashes") or attempt.get("resultHashes") or {}
@@ -167,7 +178,7 @@ def evidence_changes(root: str, definition: dict[str, Any], attempt: dict[str, A
     return changes
 
 
-def resource_changes(root: str, definition: dict[str, Any]) -> list[FileChange]:
+def resource_changes(root: str, definition: TaskDefinition) -> list[FileChange]:
     """Protected resources and executables that differ from the plan's snapshot."""
     expected = definition.get("resourceHashes") or {}
     changes = compare_hashes(expected, files_snapshot(root, list(expected), False))
@@ -201,7 +212,7 @@ def unused_run_id(root: str, old_run_id: str) -> str:
     raise NexusError("No unused run id could be proposed.")
 
 
-def plan_input(plan: dict[str, Any], new_run_id: str) -> dict[str, Any]:
+def plan_input(plan: Plan, new_run_id: str) -> JsonObject:
     """A plan file equivalent to a stored (normalized) plan: create re-derives the hashes."""
     tasks = []
     for definition in plan["tasks"]:
@@ -220,7 +231,7 @@ def plan_input(plan: dict[str, Any], new_run_id: str) -> dict[str, Any]:
     }
 
 
-def _plan_from_bytes(root: str, run_id: str) -> tuple[dict[str, Any] | None, str | None]:
+def _plan_from_bytes(root: str, run_id: str) -> tuple[Plan | None, str | None]:
     """The stored plan of an unreadable run file, when it can still be trusted."""
     path = os.path.join(root, run_path(run_id))
     try:
@@ -241,10 +252,10 @@ def _plan_from_bytes(root: str, run_id: str) -> tuple[dict[str, Any] | None, str
         return None, "the stored plan does not match its planHash, so it cannot be trusted"
     if not all(isinstance(t, dict) and isinstance(t.get("checks"), list) for t in plan["tasks"]):
         return None, "the stored plan is malformed"
-    return plan, None
+    return cast(Plan, plan), None  # a stored plan: its planHash matches
 
 
-def fresh_run(root: str, run_id: str, plan: dict[str, Any] | None = None) -> FreshRun:
+def fresh_run(root: str, run_id: str, plan: Plan | None = None) -> FreshRun:
     problem = None
     if plan is None:
         plan, problem = _plan_from_bytes(root, run_id)
@@ -328,7 +339,7 @@ def lock_situations(root: str) -> list[Situation]:
     found: list[Situation] = []
     writer = lock_snapshot(root, WRITER_LOCK)
     if writer is not None:
-        owner: dict[str, Any] = writer["owner"] if isinstance(writer.get("owner"), dict) else {}
+        owner: JsonObject = writer["owner"] if isinstance(writer.get("owner"), dict) else {}
         state = owner_liveness(owner.get("hostname"), owner.get("pid"))
         known = [
             f"writer.lock fingerprint {writer['hash'][:12]} (type its first 8 characters to recover).",
@@ -453,7 +464,7 @@ def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Si
 # ----------------------------------------------------------------- task-level situations
 
 
-def _attempt_words(attempt: dict[str, Any]) -> str:
+def _attempt_words(attempt: Attempt) -> str:
     backend = attempt["backend"]
     return (
         f"Attempt {attempt['id'][:8]} ({backend.get('kind')} {backend.get('id')}/{backend.get('sessionId')}), "
@@ -462,7 +473,7 @@ def _attempt_words(attempt: dict[str, Any]) -> str:
     )
 
 
-def _retry_or_verify(definition: dict[str, Any]) -> str:
+def _retry_or_verify(definition: TaskDefinition) -> str:
     return (
         "Then verify it if you reconciled 'completed', or retry (a new attempt) after 'failed' or 'cancelled'"
         + (
@@ -474,7 +485,7 @@ def _retry_or_verify(definition: dict[str, Any]) -> str:
     )
 
 
-def task_situations(root: str, inspected: dict[str, Any], now: int | None = None) -> list[Situation]:
+def task_situations(root: str, inspected: Inspection, now: int | None = None) -> list[Situation]:
     """Situations of every task of an inspected run (``inspect_loaded`` output)."""
     moment = now_ms() if now is None else now
     observations = {o["taskId"]: o for o in inspected.get("observations", [])}
@@ -496,11 +507,11 @@ class _TaskFacts:
     """One task of an inspected run, as the situation families below read it."""
 
     root: str
-    run: dict[str, Any]
-    task: dict[str, Any]
-    definition: dict[str, Any]
-    observation: dict[str, Any]
-    attempt: dict[str, Any]
+    run: Inspection
+    task: Task
+    definition: TaskDefinition
+    observation: Observation
+    attempt: Attempt
     now: int
 
     @property
@@ -508,25 +519,25 @@ class _TaskFacts:
         return str(self.task["id"])
 
     @property
-    def verification(self) -> dict[str, Any]:
-        return self.attempt["verification"]  # type: ignore[no-any-return]
+    def verification(self) -> Verification:
+        return self.attempt["verification"]
 
     @property
-    def backend(self) -> dict[str, Any]:
-        return self.attempt["backend"]  # type: ignore[no-any-return]
+    def backend(self) -> Backend:
+        return self.attempt["backend"]
 
     @property
-    def cancellation(self) -> Any:
+    def cancellation(self) -> str | None:
         return (self.attempt.get("cancellation") or {}).get("status")
 
     @property
-    def process(self) -> dict[str, Any] | None:
+    def process(self) -> JsonObject | None:
         process = self.attempt.get("process")
         return process if isinstance(process, dict) else None
 
     @property
-    def process_observation(self) -> dict[str, Any]:
-        return self.observation.get("process", {})  # type: ignore[no-any-return]
+    def process_observation(self) -> JsonObject:
+        return self.observation.get("process", {})
 
     @property
     def known_attempt(self) -> str:
@@ -548,11 +559,11 @@ Family = Callable[[_TaskFacts], "list[Situation] | None"]
 
 def _task_situations(
     root: str,
-    run: dict[str, Any],
-    task: dict[str, Any],
-    definition: dict[str, Any],
-    observation: dict[str, Any],
-    attempt: dict[str, Any] | None,
+    run: Inspection,
+    task: Task,
+    definition: TaskDefinition,
+    observation: Observation,
+    attempt: Attempt | None,
     now: int,
 ) -> list[Situation]:
     found = _resource_changed(root, run, task, definition, observation)
@@ -567,7 +578,7 @@ def _task_situations(
 
 
 def _resource_changed(
-    root: str, run: dict[str, Any], task: dict[str, Any], definition: dict[str, Any], observation: dict[str, Any]
+    root: str, run: Inspection, task: Task, definition: TaskDefinition, observation: Observation
 ) -> list[Situation]:
     if observation.get("resourcesCurrent", True):
         return []
@@ -916,10 +927,10 @@ _ATTEMPT_FAMILIES: tuple[Family, ...] = (
 
 def _blocked_by_stale_dependency(
     root: str,
-    run: dict[str, Any],
-    task: dict[str, Any],
-    definition: dict[str, Any],
-    observations: dict[str, dict[str, Any]],
+    run: Inspection,
+    task: Task,
+    definition: TaskDefinition,
+    observations: dict[str, Observation],
 ) -> list[Situation]:
     """A task that cannot start because an accepted dependency's evidence went stale."""
     tasks = {t["id"]: t for t in run["tasks"]}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from nexus_core.shapes import Inspection
 from nexus_core.store import EXECUTIONS, INTEGRATIONS, VERIFICATIONS
 
 from .model import STATE_ORDER, TaskRow
@@ -20,7 +20,7 @@ class Selection:
     lock_fingerprint: str | None = None
     state_path: str | None = None
     # The selected run as inspected (for the availability of actions); not part of equality.
-    inspection: Any = field(default=None, compare=False, repr=False)
+    inspection: Inspection | None = field(default=None, compare=False, repr=False)
 
 
 # Every word that state:WORD matches (TaskRow.flags): the derived flags, the task states

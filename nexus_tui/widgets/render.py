@@ -15,6 +15,7 @@ from typing import Any
 from rich.text import Text
 from textual.theme import BUILTIN_THEMES
 
+from nexus_core.shapes import Attempt, Observation, TaskDefinition
 from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import age_text, duration_text, parse_iso_ms
 from nexus_core.words import json_word
@@ -374,8 +375,12 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
     task = next((t for t in inspection["tasks"] if t["id"] == task_id), None)
     if task is None:
         return None
-    definition: dict[str, Any] = next((d for d in inspection["plan"]["tasks"] if d.get("id") == task_id), {})
-    observation: dict[str, Any] = next((o for o in inspection.get("observations") or [] if o["taskId"] == task_id), {})
+    definition: TaskDefinition = next(
+        (d for d in inspection["plan"]["tasks"] if d.get("id") == task_id), TaskDefinition()
+    )
+    observation: Observation = next(
+        (o for o in inspection.get("observations") or [] if o["taskId"] == task_id), Observation()
+    )
     row = next((r for r in view.rows if r.task_id == task_id), None)
     header = Text()
     state = row.state if row else "?"
@@ -446,7 +451,7 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
     return header, nodes, verification
 
 
-def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> Node:
+def attempt_node(attempt: Attempt, index: int, count: int, now: int) -> Node:
     label = Text(f"#{index + 1} ", style="bold")
     label.append(plain(str(attempt.get("id"))[:8], "bold"))
     label.append(" ")
@@ -497,7 +502,7 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
         for key in ("requestedAt", "reason", "termination", "reconciledAt", "resolvedOutcome"):
             if key in cancellation:
                 field_node = cancel_node.add(Text(key, style="dim"), expand=True)
-                _wrapped(field_node, cancellation[key])
+                _wrapped(field_node, cancellation.get(key))
     if attempt.get("blockedRequest"):
         node.add(Text("blocked request ", style=themed("bold $error")) + plain(attempt["blockedRequest"]))
     process = attempt.get("process")
@@ -522,10 +527,10 @@ def attempt_node(attempt: dict[str, Any], index: int, count: int, now: int) -> N
     history = attempt.get("verificationHistory") or []
     if history:
         hist = node.add(Text(f"verification history ({len(history)})", style="bold dim"), expand=True)
-        for entry in history:
-            line = value_cell(str(entry.get("status")))
-            line.append(plain(f"  {entry.get('startedAt')} → {entry.get('endedAt') or '—'}", "dim"))
-            line.append(plain(f"  {len(entry.get('checks') or [])} check(s)", "dim"))
+        for past in history:
+            line = value_cell(str(past.get("status")))
+            line.append(plain(f"  {past.get('startedAt')} → {past.get('endedAt') or '—'}", "dim"))
+            line.append(plain(f"  {len(past.get('checks') or [])} check(s)", "dim"))
             hist.add(line)
     if not latest:
         verification = attempt.get("verification") or {}
@@ -572,7 +577,7 @@ def _excerpt(output: object) -> Text:
     return plain(shown)
 
 
-def verification_text(attempt: dict[str, Any], now: int) -> Text:
+def verification_text(attempt: Attempt, now: int) -> Text:
     verification = attempt.get("verification") or {}
     text = Text("Latest verification  ", style="bold")
     text.append(value_cell(str(verification.get("status"))))
