@@ -86,22 +86,22 @@ def revision(root: str) -> str | None:
 
     env = check_environment()["values"]
     try:
-        top = subprocess.run(
-            ["git", "-C", root, "rev-parse", "--show-toplevel"],
+        # One git process for both answers (the top level, then HEAD's commit, one per line): it
+        # fails as a whole where either would (not a work tree, or no commit yet).
+        done = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--show-toplevel", "HEAD"],
             env=env,
             capture_output=True,
             timeout=5,
             check=False,
         )
-        if top.returncode != 0 or os.path.realpath(top.stdout[:4096].decode("utf-8", "replace").strip()) != root:
-            return None
-        head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "HEAD"], env=env, capture_output=True, timeout=5, check=False
-        )
     except (OSError, subprocess.SubprocessError):
         return None
-    value = head.stdout[:4096].decode("utf-8", "replace").strip()
-    if head.returncode == 0 and 40 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value):
+    top, _, head = done.stdout.rstrip(b"\n").rpartition(b"\n")  # a path may hold a newline, a hash not
+    if done.returncode != 0 or os.path.realpath(top[:4096].decode("utf-8", "replace").strip()) != root:
+        return None
+    value = head[:4096].decode("utf-8", "replace").strip()
+    if 40 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value):
         return value
     return None
 
