@@ -81,7 +81,30 @@ def node_platform() -> str:
     return {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
 
 
+def _git_may_find_a_repository(root: str) -> bool:
+    """False only when git's discovery provably finds nothing from ``root``: no directory from
+    it up to / holds a ``.git`` entry (a work tree's, a linked worktree's file) or a ``HEAD``
+    (a git directory itself, which core.worktree may point at ``root``). rev-parse then fails,
+    so no git process is spawned (milliseconds on every start and verify outside git)."""
+    directory = root
+    while True:
+        for name in (".git", "HEAD"):
+            try:
+                os.lstat(os.path.join(directory, name))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:
+                return True  # cannot tell: let git decide
+            return True
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return False
+        directory = parent
+
+
 def revision(root: str) -> str | None:
+    if not _git_may_find_a_repository(root):
+        return None
     import subprocess
 
     env = check_environment()["values"]

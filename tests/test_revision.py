@@ -73,3 +73,52 @@ def test_a_directory_outside_any_work_tree_records_null(tmp_path: Path) -> None:
     if subprocess.run(["git", "-C", str(tmp_path), "rev-parse"], capture_output=True).returncode == 0:
         pytest.skip("the temporary directory is inside a git work tree")
     assert started_revision(tmp_path / "plain") is None
+
+
+def test_a_git_directory_whose_core_worktree_is_the_project_records_head(tmp_path: Path) -> None:
+    # No .git entry anywhere above the project: git finds the repository as the git directory
+    # the project sits in (its HEAD), whose core.worktree names the project.
+    source = tmp_path / "source"
+    source.mkdir()
+    git(source, "init", "-q")
+    (source / "README").write_text("x\n")
+    git(source, "add", "README")
+    git(source, "commit", "-q", "-m", "first")
+    gitdir = tmp_path / "repo.git"
+    git(tmp_path, "clone", "-q", "--bare", str(source), str(gitdir))
+    root = gitdir / "work"
+    root.mkdir()
+    git(gitdir, "config", "core.bare", "false")
+    git(gitdir, "config", "core.worktree", str(root))
+    assert started_revision(root) == git(source, "rev-parse", "HEAD")
+
+
+def test_a_linked_worktree_records_its_head(tmp_path: Path) -> None:
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q")
+    (main / "README").write_text("x\n")
+    git(main, "add", "README")
+    git(main, "commit", "-q", "-m", "first")
+    linked = tmp_path / "linked"
+    git(main, "worktree", "add", "-q", "--detach", str(linked))
+    assert (linked / ".git").is_file()
+    assert started_revision(linked) == git(main, "rev-parse", "HEAD")
+
+
+def test_no_git_process_runs_where_git_can_find_no_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for directory in [tmp_path, *tmp_path.parents]:
+        if (directory / ".git").exists() or (directory / "HEAD").exists():
+            pytest.skip(f"{directory} may hold a repository")
+    calls = tmp_path / "git-calls"
+    fake = tmp_path / "bin" / "git"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexit 128\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert started_revision(tmp_path / "plain") is None
+    assert not calls.exists()
+    # A .git entry above the project (whatever it holds) is for git to judge.
+    (tmp_path / "other" / ".git").mkdir(parents=True)
+    assert started_revision(tmp_path / "other" / "project") is None
+    assert calls.read_text().count("rev-parse") == 1
