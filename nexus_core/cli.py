@@ -10,7 +10,15 @@ from typing import Any, NamedTuple, NoReturn
 
 from . import canonical
 from .errors import NexusError
-from .terminal import terminal_safe
+
+
+def terminal_safe(value: object, *, one_line: bool = False) -> str:
+    """nexus_core.terminal's, imported on first use: a --json call prints none of it (its
+    patterns cost some 0.5 ms to compile on every call)."""
+    from .terminal import terminal_safe as safe
+
+    return safe(value, one_line=one_line)
+
 
 # The per-task actions (RUN TASK); nexus_core.actions.MUTATIONS holds what each one calls.
 PER_TASK_ACTIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
@@ -245,7 +253,8 @@ def run_action(
         _fail(message, as_json, one_shot)
     code = exit_code_for(action, task, result)
     if as_json:
-        _write(sys.stdout, canonical.pretty(result) + "\n")
+        sys.stdout.buffer.write(canonical.pretty_bytes(result))
+        _write(sys.stdout, "\n")
     else:
         _write(sys.stdout, human_summary(result) + "\n")
     _exit(code, one_shot)

@@ -98,6 +98,7 @@ def test_plain_path_writes_what_the_general_path_writes(value: Any) -> None:
         assert plain.decode("utf-8") == general
     assert canonical.compact(value) == general
     assert canonical.pretty(value) == canonical.general_pretty(value)
+    assert canonical.pretty_bytes(value) == canonical.general_pretty(value).encode("utf-8", "replace")
     if isinstance(value, dict):
         assert canonical.envelope_texts(value) == canonical.general_envelope_texts(value)
     assert canonical.copy(value) == canonical.parse(general)
