@@ -217,8 +217,6 @@ def _owner_is_dead(root: str) -> bool:
 def _acquire_patiently(root: str, seconds: float) -> str:
     """Take writer.lock for a save inside an operation that already began: retry with a short
     jittered backoff (and through a brief recover-lock) for up to ``seconds``."""
-    import random
-
     deadline = time.monotonic() + seconds
     delay = 0.002
     dead_owner_seen = 0
@@ -238,6 +236,8 @@ def _acquire_patiently(root: str, seconds: float) -> str:
         dead_owner_seen = dead_owner_seen + 1 if _owner_is_dead(root) else 0
         if dead_owner_seen >= 2:
             raise WriterBusy(fail(WRITER_BUSY).message)
+        import random  # only when the lock is taken: its import costs some 3 ms on every verify
+
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 0.05)
 
