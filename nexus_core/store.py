@@ -136,7 +136,7 @@ def envelope_data(run: Run) -> tuple[bytes, bytes]:
 
 def _envelope_parts(run: Run) -> tuple[bytes, bytes, bool]:
     """``envelope_data`` and whether the plain path wrote it (``canonical.envelope_parts``)."""
-    payload, text, plain = canonical.envelope_parts(run)
+    payload, text, plain = canonical.envelope_parts(run, items_key="tasks")
     if len(payload) > STATE_LIMIT:
         raise fail("Run exceeds the 16 MiB state limit.")
     return payload, text + b"\n", plain
@@ -267,7 +267,7 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
     if len(raw) > LOAD_LIMIT:
         raise fail("Run state exceeds the size limit.")
     foreign = fail("Corrupt or foreign run state; original bytes were preserved.")
-    plain = canonical.parse_plain(raw)
+    plain = canonical.parse_plain(raw, items_at=("run", "tasks"))
     if plain is not None:
         # Everyday state: orjson parses it and writes both hashed texts (canonical proves when
         # that is exact); anything else takes the general path below.

@@ -219,3 +219,33 @@ def test_both_plainness_checks_are_proofs(value: Any) -> None:
         assert exact and canonical._tree_is_plain(value)
     if canonical._tree_is_plain(value):
         assert exact
+
+
+plain_items = st.dictionaries(plain_keys, plain_values, max_size=3)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(plain_items, min_size=1, max_size=6),
+    plain_values,
+    st.integers(0, 5),
+    st.one_of(plain_items, plain_scalars),
+    st.one_of(st.none(), plain_values),
+)
+def test_a_proof_by_items_accepts_only_what_the_plain_path_writes_exactly(
+    items: list[Any], head: Any, index: int, replacement: Any, new_head: Any
+) -> None:
+    """A save's proof against the item texts of the last proof (a run whose one task changed):
+    whatever it accepts is plain (no float, no index-like key: the container walk decides
+    exactly) and written exactly as JSON.stringify writes it."""
+    canonical.plain_path(1 << 30)
+    before = {"head": head, "tasks": items}
+    if canonical._plain_bytes(before) is None:
+        return  # only what a proof accepted is ever noted
+    canonical._note_plain_items(before["tasks"], 1 << 30)
+    after = {"head": head if new_head is None else new_head, "tasks": list(items)}
+    after["tasks"][index % len(items)] = replacement
+    data = canonical._plain_bytes_by_items(after, "tasks")
+    if data is not None:
+        assert canonical._tree_is_plain(after)
+        assert data.decode("utf-8") == canonical.general_compact(after)
