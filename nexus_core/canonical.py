@@ -232,11 +232,11 @@ def _plain_bytes_by_items(value: dict[str, Any], key: str) -> bytes | None:
     if orjson is None or not previous or not isinstance(items, list) or is_index_key(key):
         return None
     rest = {k: v for k, v in value.items() if k != key}
+    strict = orjson.OPT_STRICT_INTEGER  # refuses integers beyond 2^53 (lone surrogates always)
     try:
-        # The whole text first: it refuses integers beyond 2^53 and lone surrogates anywhere.
-        data: bytes = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
-        texts = [orjson.dumps(item) for item in items]
-        rest_text: bytes = orjson.dumps(rest)
+        texts = [orjson.dumps(item, option=strict) for item in items]
+        rest_text: bytes = orjson.dumps(rest, option=strict)
+        key_text: bytes = orjson.dumps(key)
     except TypeError:
         return None
     for index, text in enumerate(texts):
@@ -246,6 +246,13 @@ def _plain_bytes_by_items(value: dict[str, Any], key: str) -> bytes | None:
             return None
     if not _proven_plain(rest, rest_text):
         return None
+    if list(value)[-1] == key:
+        # orjson's compact text of the whole, from its parts (it writes '{"k":v,...}' and
+        # '[v,...]' with nothing in between): the run is not serialised a second time.
+        member = key_text + b":[" + b",".join(texts) + b"]}"
+        data = rest_text[:-1] + (b"," if rest else b"") + member
+    else:
+        data = orjson.dumps(value, option=strict)
     _plain_items = texts
     remember_plain(data)
     return data
@@ -462,13 +469,14 @@ def envelope_bytes(run: Any) -> tuple[bytes, bytes]:
     return payload, text
 
 
-def envelope_parts(run: Any, items_key: str | None = None) -> tuple[bytes, bytes, bool]:
+def envelope_parts(run: Any, items_key: str | None = None, newline: bool = False) -> tuple[bytes, bytes, bool]:
     """``envelope_bytes`` and whether the plain path wrote them (then the run holds no float,
     no integer beyond 2^53, no index-like key and no lone surrogate: what a parse of the file
     gives serialises to the same bytes as the run itself).
 
     ``items_key``: the member of ``run`` that is a large list changing an item at a time (a
-    run's tasks): proven item by item against the last proof (``_plain_bytes_by_items``)."""
+    run's tasks): proven item by item against the last proof (``_plain_bytes_by_items``).
+    ``newline``: the file text ends with a newline (as a state file does)."""
     plain = None
     if items_key is not None and isinstance(run, dict):
         plain = _plain_bytes_by_items(run, items_key)
@@ -483,9 +491,10 @@ def envelope_parts(run: Any, items_key: str | None = None) -> tuple[bytes, bytes
         # The compact envelope, as the next load of this file checks it: plain parts only.
         remember_plain(b'{"schemaVersion":1,"sha256":"' + digest.encode() + b'","run":' + plain + b"}")
         envelope = {"schemaVersion": 1, "sha256": digest, "run": run}
-        return plain, _orjson.dumps(envelope, option=_orjson.OPT_INDENT_2), True
+        option = _orjson.OPT_INDENT_2 | (_orjson.OPT_APPEND_NEWLINE if newline else 0)
+        return plain, _orjson.dumps(envelope, option=option), True
     payload, text = general_envelope_texts(run)
-    return payload.encode("utf-8"), text.encode("utf-8"), False
+    return payload.encode("utf-8"), (text + "\n" if newline else text).encode("utf-8"), False
 
 
 def general_envelope_texts(run: Any) -> tuple[str, str]:

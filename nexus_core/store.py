@@ -136,10 +136,10 @@ def envelope_data(run: Run) -> tuple[bytes, bytes]:
 
 def _envelope_parts(run: Run) -> tuple[bytes, bytes, bool]:
     """``envelope_data`` and whether the plain path wrote it (``canonical.envelope_parts``)."""
-    payload, text, plain = canonical.envelope_parts(run, items_key="tasks")
+    payload, data, plain = canonical.envelope_parts(run, items_key="tasks", newline=True)
     if len(payload) > STATE_LIMIT:
         raise fail("Run exceeds the 16 MiB state limit.")
-    return payload, text + b"\n", plain
+    return payload, data, plain
 
 
 def envelope_text(run: Run) -> tuple[str, str]:
