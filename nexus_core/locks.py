@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import stat
 from collections.abc import Iterator
 from typing import Any
@@ -177,9 +178,15 @@ def describe_owner(owner: object) -> str:
     return f"pid {owner.get('pid')!r} on {owner.get('hostname')!r}{since}"
 
 
-def recovery_lock_hint(snapshot: dict[str, Any] | None) -> str | None:
-    """What to do about a recovery.lock (additive inspect output, not in the reference): SPEC 7.2
-    has no command for it, so the way out is spelled out, with its owner."""
+def recovery_lock_removal(root: str) -> str:
+    """The exact shell command that removes ``root``'s recovery.lock by hand (SPEC 7.2 has none)."""
+    return f"rm -- {shlex.quote(os.path.join(root, RECOVERY_LOCK))}"
+
+
+def recovery_lock_hint(snapshot: dict[str, Any] | None, root: str) -> str | None:
+    """What to do about ``root``'s recovery.lock (additive inspect output, not in the reference):
+    SPEC 7.2 has no command for it, so the way out is spelled out, with its owner: inspect what
+    it left, then the exact command that removes it."""
     if snapshot is None:
         return None
     owner = snapshot.get("owner")
@@ -188,10 +195,10 @@ def recovery_lock_hint(snapshot: dict[str, Any] | None) -> str | None:
     if state == "alive":
         return f"recover-lock ({who}) is running: wait for it to end; mutations are refused until it does."
     way_out = (
-        f"remove {RECOVERY_LOCK} by hand (rm), then run nexus inspect: if writer.lock is still there, recover it "
-        "with nexus recover-lock --input FILE and the hash inspect now shows. Any receipt it left in "
-        f"{LOCK_RECOVERY_DIR}/ is complete and stays as evidence; its temporary files are removed by the next "
-        "mutation."
+        f"first run nexus inspect (is writer.lock still there? Any receipt it left in {LOCK_RECOVERY_DIR}/ is "
+        f"complete and stays as evidence), then remove {RECOVERY_LOCK} by hand with `{recovery_lock_removal(root)}`. "
+        "If writer.lock is still there, recover it with nexus recover-lock --input FILE and the hash inspect "
+        "shows. Its temporary files are removed by the next mutation."
     )
     if state == "exited":
         return (

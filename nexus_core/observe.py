@@ -191,13 +191,13 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> dict[str, Any
     result["observations"] = [observe_task(root, run, task, verified, moment) for task in run["tasks"]]
     result["lock"] = lock_snapshot(root, WRITER_LOCK)
     result["recoveryLock"] = lock_snapshot(root, RECOVERY_LOCK)
-    add_recovery_lock_hint(result)
+    add_recovery_lock_hint(result, root)
     return result
 
 
-def add_recovery_lock_hint(result: dict[str, Any]) -> None:
+def add_recovery_lock_hint(result: dict[str, Any], root: str) -> None:
     """Adds ``recoveryLockHint`` to an inspection that has its ``recoveryLock`` (the dashboard's too)."""
-    hint = recovery_lock_hint(result["recoveryLock"])
+    hint = recovery_lock_hint(result["recoveryLock"], root)
     if hint is not None:
         # Not in the reference: the way out of an interrupted recover-lock.
         result["recoveryLockHint"] = hint
@@ -214,7 +214,7 @@ def inspect_inventory(root: str) -> dict[str, Any]:
         "recoveryLock": lock_snapshot(root, RECOVERY_LOCK),
         "hint": INVENTORY_HINT,
     }
-    add_recovery_lock_hint(inventory)
+    add_recovery_lock_hint(inventory, root)
     unreadable: list[dict[str, str]] = []
     for run_id in run_ids:
         try:

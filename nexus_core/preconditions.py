@@ -4,11 +4,14 @@ The state checks each engine operation makes first (those on files, processes an
 are left to the action itself): a task that passes is one the core would accept as far as the
 run file says. Pure functions of a loaded run; tolerant of any shape (a refusal, never a crash).
 Keep them in step with engine.py and process.py. Shell completion orders task ids by them.
+
+Each check reads only named facts of the run file (``task_facts``), and ``READS`` lists which:
+the dashboard re-compares exactly those when a dialog is confirmed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 Task = dict[str, Any]
@@ -42,128 +45,185 @@ def _cancellation(attempt: dict[str, Any]) -> str | None:
     return cancellation.get("status") if isinstance(cancellation, dict) else None
 
 
-def _active(attempt: dict[str, Any]) -> bool:
+# ----------------------------------------------------------------- the facts the checks read
+
+Facts = Mapping[str, object]
+
+# Every fact of the run file that a check below reads, by name, with its words (the dashboard
+# compares the facts an action reads again when its dialog is confirmed, and names what changed).
+FACT_WORDS = {
+    "attempt": "latest attempt",
+    "attempts": "number of attempts",
+    "integration": "acceptance",
+    "dependenciesAccepted": "dependencies accepted",
+    "execution": "execution",
+    "verification": "verification status",
+    "verificationRounds": "verification rounds",
+    "cancellation": "cancellation",
+    "backend": "backend kind",
+    "retrySafe": "retry-safe reconciliation",
+    "reconciled": "reconciliation",
+    "process": "process status",
+    "receipt": "process receipt stored",
+    "collected": "receipt collected",
+    "contract": "execution contract",
+    "idempotent": "idempotent",
+    "maxAttempts": "maxAttempts",
+}
+
+
+def task_facts(run: dict[str, Any], task: Task) -> dict[str, object]:
+    """The facts of ``task`` (and of the tasks it depends on) that the state checks read."""
+    definition = _definition(run, task)
+    attempts = records(task.get("attempts"))
+    attempt = attempts[-1] if attempts else {}
+    backend = attempt.get("backend")
+    process = attempt.get("process")
+    reconciliation = attempt.get("reconciliation")
+    accepted = {t.get("id") for t in records(run.get("tasks")) if t.get("integration") == "accepted"}
+    return {
+        "attempt": attempt.get("id"),
+        "attempts": len(attempts),
+        "integration": task.get("integration"),
+        "dependenciesAccepted": all(dep in accepted for dep in definition.get("dependsOn") or []),
+        "execution": attempt.get("execution"),
+        "verification": verification_status(attempt),
+        "verificationRounds": attempt.get("verificationRounds"),
+        "cancellation": _cancellation(attempt),
+        "backend": backend.get("kind") if isinstance(backend, dict) else None,
+        "retrySafe": isinstance(reconciliation, dict) and reconciliation.get("retrySafe") is True,
+        "reconciled": reconciliation is not None or bool(attempt.get("reconciliations")),
+        "process": process.get("status") if isinstance(process, dict) else None,
+        "receipt": isinstance(process, dict) and process.get("receipt") is not None,
+        "collected": isinstance(process, dict) and bool(process.get("collectedAt")),
+        "contract": bool(definition.get("execution")),
+        "idempotent": bool(definition.get("idempotent")),
+        "maxAttempts": definition.get("maxAttempts"),
+    }
+
+
+# ----------------------------------------------------------------- the checks, on those facts
+
+_BEGIN = ("integration", "attempts", "maxAttempts", "dependenciesAccepted")
+_RETRY = (*_BEGIN, "execution", "verification", "cancellation", "idempotent", "retrySafe")
+# What each check reads (a test proves it reads nothing else): the one home of "the fields the
+# core's precondition of an action depends on".
+READS: dict[str, tuple[str, ...]] = {
+    "start": ("contract", *_BEGIN),
+    "retry": ("contract", *_RETRY),
+    "launch": ("contract", *_RETRY),
+    "record": ("attempts", "backend", "execution", "cancellation"),
+    "reconcile": ("attempts", "integration"),
+    "cancel": ("attempts", "integration", "cancellation"),
+    "verify": (
+        "attempts",
+        "integration",
+        "execution",
+        "cancellation",
+        "verification",
+        "verificationRounds",
+        "maxAttempts",
+    ),
+    "accept": ("attempts", "integration", "execution", "verification", "cancellation", "dependenciesAccepted"),
+    "collect": ("attempts", "backend", "process", "receipt", "collected", "reconciled"),
+}
+
+
+def _active(facts: Facts) -> bool:
     """engine.is_active."""
     return (
-        attempt.get("execution") in ("running", "blocked", "ambiguous")
-        or verification_status(attempt) in ("running", "ambiguous")
-        or _cancellation(attempt) == "requested"
+        facts["execution"] in ("running", "blocked", "ambiguous")
+        or facts["verification"] in ("running", "ambiguous")
+        or facts["cancellation"] == "requested"
     )
 
 
-def _dependencies_accepted(run: dict[str, Any], task: Task) -> bool:
-    accepted = {t.get("id") for t in records(run.get("tasks")) if t.get("integration") == "accepted"}
-    return all(dep in accepted for dep in _definition(run, task).get("dependsOn") or [])
-
-
-def _may_begin(run: dict[str, Any], task: Task, retry: bool) -> bool:
+def _may_begin(facts: Facts, retry: bool) -> bool:
     """engine.begin."""
-    definition = _definition(run, task)
-    previous = latest_attempt(task)
-    if task.get("integration") == "accepted":
+    if facts["integration"] == "accepted":
         return False
     if retry:
-        if previous is None or _active(previous):
+        if not facts["attempts"] or _active(facts):
             return False
-        if not (previous.get("execution") in ("failed", "cancelled") or verification_status(previous) == "failed"):
+        if not (facts["execution"] in ("failed", "cancelled") or facts["verification"] == "failed"):
             return False
-        reconciliation = previous.get("reconciliation")
-        if not definition.get("idempotent") and not (
-            isinstance(reconciliation, dict) and reconciliation.get("retrySafe") is True
-        ):
+        if not facts["idempotent"] and not facts["retrySafe"]:
             return False
-    elif previous is not None:
+    elif facts["attempts"]:
         return False
-    attempts = records(task.get("attempts"))
-    limit = definition.get("maxAttempts")
-    return isinstance(limit, int) and len(attempts) < limit and _dependencies_accepted(run, task)
+    limit, count = facts["maxAttempts"], facts["attempts"]
+    return isinstance(limit, int) and isinstance(count, int) and count < limit and bool(facts["dependenciesAccepted"])
 
 
-def _start(run: dict[str, Any], task: Task) -> bool:
-    return not _definition(run, task).get("execution") and _may_begin(run, task, retry=False)
+def _start(facts: Facts) -> bool:
+    return not facts["contract"] and _may_begin(facts, retry=False)
 
 
-def _retry(run: dict[str, Any], task: Task) -> bool:
-    return not _definition(run, task).get("execution") and _may_begin(run, task, retry=True)
+def _retry(facts: Facts) -> bool:
+    return not facts["contract"] and _may_begin(facts, retry=True)
 
 
-def _launch(run: dict[str, Any], task: Task) -> bool:
+def _launch(facts: Facts) -> bool:
     """process.launch_task: a first launch, or one with ``{"retry": true}``."""
-    return bool(_definition(run, task).get("execution")) and (
-        _may_begin(run, task, retry=False) or _may_begin(run, task, retry=True)
-    )
+    return bool(facts["contract"]) and (_may_begin(facts, retry=False) or _may_begin(facts, retry=True))
 
 
-def _record(_run: dict[str, Any], task: Task) -> bool:
-    attempt = latest_attempt(task)
-    backend = attempt.get("backend") if attempt else None
+def _record(facts: Facts) -> bool:
     return (
-        attempt is not None
-        and isinstance(backend, dict)
-        and backend.get("kind") == "host"
-        and attempt.get("execution") in ("running", "blocked")
-        and _cancellation(attempt) == "none"
+        bool(facts["attempts"])
+        and facts["backend"] == "host"
+        and facts["execution"] in ("running", "blocked")
+        and facts["cancellation"] == "none"
     )
 
 
-def _reconcile(_run: dict[str, Any], task: Task) -> bool:
-    return latest_attempt(task) is not None and task.get("integration") != "accepted"
+def _reconcile(facts: Facts) -> bool:
+    return bool(facts["attempts"]) and facts["integration"] != "accepted"
 
 
-def _cancel(_run: dict[str, Any], task: Task) -> bool:
-    attempt = latest_attempt(task)
-    return attempt is not None and task.get("integration") != "accepted" and _cancellation(attempt) == "none"
+def _cancel(facts: Facts) -> bool:
+    return bool(facts["attempts"]) and facts["integration"] != "accepted" and facts["cancellation"] == "none"
 
 
-def _verify(run: dict[str, Any], task: Task) -> bool:
-    attempt = latest_attempt(task)
-    if attempt is None or task.get("integration") == "accepted":
+def _verify(facts: Facts) -> bool:
+    if not facts["attempts"] or facts["integration"] == "accepted":
         return False
-    rounds = attempt.get("verificationRounds")
-    limit = _definition(run, task).get("maxAttempts")
+    rounds, limit = facts["verificationRounds"], facts["maxAttempts"]
     return (
-        attempt.get("execution") == "completed"
-        and _cancellation(attempt) != "requested"
-        and verification_status(attempt) == "pending"
+        facts["execution"] == "completed"
+        and facts["cancellation"] != "requested"
+        and facts["verification"] == "pending"
         and isinstance(rounds, int)
         and isinstance(limit, int)
         and rounds < limit
     )
 
 
-def _accept(run: dict[str, Any], task: Task) -> bool:
+def _accept(facts: Facts) -> bool:
     """engine.accept_task and the state part of engine.evidence_current."""
-    attempt = latest_attempt(task)
     return (
-        task.get("integration") != "accepted"
-        and attempt is not None
-        and attempt.get("execution") == "completed"
-        and verification_status(attempt) == "passed"
-        and _cancellation(attempt) != "requested"
-        and _dependencies_accepted(run, task)
+        facts["integration"] != "accepted"
+        and bool(facts["attempts"])
+        and facts["execution"] == "completed"
+        and facts["verification"] == "passed"
+        and facts["cancellation"] != "requested"
+        and bool(facts["dependenciesAccepted"])
     )
 
 
-def _collect(_run: dict[str, Any], task: Task) -> bool:
+def _collect(facts: Facts) -> bool:
     """process.collect_task: an owned, finished, uncollected and unreconciled receipt."""
-    attempt = latest_attempt(task)
-    if attempt is None:
-        return False
-    backend = attempt.get("backend")
-    process = attempt.get("process")
     return (
-        isinstance(backend, dict)
-        and backend.get("kind") == "process"
-        and isinstance(process, dict)
-        and process.get("status") == "finished"
-        and process.get("receipt") is not None
-        and not process.get("collectedAt")
-        and attempt.get("reconciliation") is None
-        and not attempt.get("reconciliations")
+        bool(facts["attempts"])
+        and facts["backend"] == "process"
+        and facts["process"] == "finished"
+        and bool(facts["receipt"])
+        and not facts["collected"]
+        and not facts["reconciled"]
     )
 
 
-_ALLOWS: dict[str, Callable[[dict[str, Any], Task], bool]] = {
+_ALLOWS: dict[str, Callable[[Facts], bool]] = {
     "start": _start,
     "launch": _launch,
     "collect": _collect,
@@ -182,10 +242,13 @@ CHECKED_ACTIONS = frozenset(_ALLOWS)
 def state_allows(action: str, run: dict[str, Any], task: Task) -> bool:
     """Whether ``action`` on ``task`` passes the core's state checks, as far as the run file
     says (False for an action not in CHECKED_ACTIONS, or a shape the core would refuse)."""
-    allows = _ALLOWS.get(action)
-    if allows is None:
-        return False
     try:
-        return allows(run, task)
+        return facts_allow(action, task_facts(run, task))
     except Exception:  # a shape the core would refuse anyway
         return False
+
+
+def facts_allow(action: str, facts: Facts) -> bool:
+    """The check of ``action`` on facts as ``task_facts`` gives them (False for an unknown action)."""
+    allows = _ALLOWS.get(action)
+    return allows is not None and allows(facts)

@@ -314,7 +314,7 @@ def _check_run(root: str, run_id: str, run: Run, plan_hash: str | None) -> None:
         if (
             not isinstance(task, dict)
             or not isinstance(task.get("attempts"), list)
-            or task.get("integration") not in _INTEGRATIONS
+            or task.get("integration") not in INTEGRATIONS
         ):
             raise fail("Invalid task lifecycle record.")
         for attempt in task["attempts"]:
@@ -345,9 +345,10 @@ def _general_hashes(raw: bytes) -> tuple[dict[str, Any], Run, str, str | None]:
     return envelope, run, canonical.sha256_text(run_text), plan_hash
 
 
-_INTEGRATIONS = ("pending", "accepted", "rejected")
-_EXECUTIONS = ("running", "blocked", "ambiguous", "completed", "failed", "cancelled")
-_VERIFICATIONS = ("pending", "running", "passed", "failed", "ambiguous")
+# The values a stored task and attempt may carry (SPEC 3.x); the dashboard's filter lists them too.
+INTEGRATIONS = ("pending", "accepted", "rejected")
+EXECUTIONS = ("running", "blocked", "ambiguous", "completed", "failed", "cancelled")
+VERIFICATIONS = ("pending", "running", "passed", "failed", "ambiguous")
 
 
 def _valid_attempt(attempt: object, task_id: str, run_id: str, seen: set[str]) -> bool:
@@ -366,9 +367,9 @@ def _valid_attempt(attempt: object, task_id: str, run_id: str, seen: set[str]) -
         and rounds >= 0  # type: ignore[operator]
         and isinstance(attempt.get("verificationHistory"), list)
         and isinstance(attempt.get("reconciliations"), list)
-        and attempt.get("execution") in _EXECUTIONS
+        and attempt.get("execution") in EXECUTIONS
         and isinstance(verification, dict)
-        and verification.get("status") in _VERIFICATIONS
+        and verification.get("status") in VERIFICATIONS
     )
 
 

@@ -9,6 +9,10 @@ summaries and errors, ``wait`` and ``loop`` lines, every dashboard widget) passe
 Printable text, newlines and tabs are returned unchanged, so ordinary output is byte-identical.
 Everything that could act on a terminal is shown visibly instead: C0 controls and DEL as
 ``\\xNN``, C1 controls, lone surrogates and bidirectional overrides as ``\\uNNNN``.
+
+JSON lines that our own commands print (``wait``'s and the scheduler's events) go through
+``terminal_safe_json``: JSON escapes C0 controls but not the rest, which it writes as ``\\u``
+escapes, the same JSON value in bytes that cannot act on a terminal.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import re
 _UNSAFE_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 # The single-line form also escapes \t and \n: a newline in an identity would forge a line.
 _UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+# What JSON text still carries raw (JSON escapes C0 itself). Only ever inside strings (JSON's own
+# syntax is ASCII), where a \uNNNN escape in its place is the same value.
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -38,6 +45,14 @@ def terminal_safe(value: object, *, one_line: bool = False) -> str:
     if pattern.search(text) is None:
         return text
     return pattern.sub(_visible, text)
+
+
+def terminal_safe_json(text: str) -> str:
+    """JSON text with DEL, C1 controls, lone surrogates and bidi controls written as ``\\uNNNN``
+    escapes: the same JSON value, bytes that cannot act on a terminal."""
+    if _UNSAFE_IN_JSON.search(text) is None:
+        return text
+    return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def is_terminal_safe(text: str, *, one_line: bool = False) -> bool:

@@ -4,22 +4,28 @@ read-only gate all come from :data:`REGISTRY`.
 Mutating actions are not written here: each :class:`~nexus_tui.logic.operations.Operation`
 (``nexus_tui/logic/operations/``) becomes one entry, bound to the app's ``act('<name>')``. A view
 action (no state change) is an :class:`ActionSpec` below plus ``action_<id>`` on the app.
-``--read-only`` disables every mutating entry in :func:`gate`, the only place that decides;
-``available`` says whether the current selection allows it.
+``--read-only`` disables every mutating entry in :func:`refusal`, the only place that decides;
+``unavailable`` says why the current selection does not allow it. The reason is what a key press
+on a disabled action and the palette's entry for it both show (:func:`refused_words`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from textual.app import App
 from textual.binding import Binding
+from textual.widget import Widget
+
+from nexus_core.terminal import terminal_safe
 
 from .logic.operations import OPERATIONS, Operation, Target
 from .logic.schedules import SCHEDULE_ACTIONS
 from .logic.selection import Selection
 
-Available = Callable[[Selection], bool]
+Unavailable = Callable[[Selection], str | None]  # why the selection does not allow it, or None
 MAIN = "main"
 SCHEDULES = "schedules"  # the schedules panel (w): screens/schedules.py
 READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
@@ -36,7 +42,7 @@ class ActionSpec:
     footer: bool = True
     palette: bool = True
     group: str = "View"
-    available: Available | None = None
+    unavailable: Unavailable | None = None
     priority: bool = False
     action: str = ""  # the Textual action string; "" = the id (a mutation: "act('<name>')")
     screen: str = MAIN  # where its key is bound: the main screen, or a panel (SCHEDULES)
@@ -50,20 +56,20 @@ class ActionSpec:
         return self.keys.split(",")[0] if self.keys else ""
 
 
-def _has_run(selection: Selection) -> bool:
-    return selection.run_id is not None
+def _no_run(selection: Selection) -> str | None:
+    return None if selection.run_id is not None else "Select a run first."
 
 
-def _has_attempt(selection: Selection) -> bool:
-    return selection.attempt_id is not None
+def _no_attempt(selection: Selection) -> str | None:
+    return None if selection.attempt_id is not None else "The selected task has no attempt yet."
 
 
-def _has_task(selection: Selection) -> bool:
-    return selection.task_id is not None
+def _no_task(selection: Selection) -> str | None:
+    return None if selection.task_id is not None else "Select a task first."
 
 
-def _has_lock(selection: Selection) -> bool:
-    return selection.lock_fingerprint is not None
+def _no_lock(selection: Selection) -> str | None:
+    return None if selection.lock_fingerprint is not None else "writer.lock is not held."
 
 
 REGISTRY: list[ActionSpec] = [
@@ -74,7 +80,7 @@ REGISTRY: list[ActionSpec] = [
     ActionSpec("reverse_sort", "S", "Reverse", "Reverse the sort order of the focused table.", footer=False),
     ActionSpec("toggle_follow", "p", "Pause", "Pause or resume live updates (follow)."),
     ActionSpec("refresh", "r", "Rescan", "Rescan every run file and scope now."),
-    ActionSpec("focus_next_pane", "", "Next pane", "Move focus between runs, tasks and detail.", footer=False),
+    ActionSpec("focus_next_pane", "tab", "Next pane", "Move focus between runs, tasks and detail.", footer=False),
     ActionSpec("next_project", "right_square_bracket", "Next project", "Show the next project tab.", footer=False),
     ActionSpec(
         "previous_project", "left_square_bracket", "Prev project", "Show the previous project tab.", footer=False
@@ -87,7 +93,7 @@ REGISTRY: list[ActionSpec] = [
         group="Copy",
     ),
     ActionSpec(
-        "copy_run_id", "", "Copy run id", "Copy the selected run id.", footer=False, group="Copy", available=_has_run
+        "copy_run_id", "", "Copy run id", "Copy the selected run id.", footer=False, group="Copy", unavailable=_no_run
     ),
     ActionSpec(
         "copy_task_id",
@@ -96,7 +102,7 @@ REGISTRY: list[ActionSpec] = [
         "Copy the selected task id.",
         footer=False,
         group="Copy",
-        available=_has_task,
+        unavailable=_no_task,
     ),
     ActionSpec(
         "copy_attempt_id",
@@ -105,7 +111,7 @@ REGISTRY: list[ActionSpec] = [
         "Copy the selected task's latest attempt id.",
         footer=False,
         group="Copy",
-        available=_has_attempt,
+        unavailable=_no_attempt,
     ),
     ActionSpec(
         "copy_lock_fingerprint",
@@ -114,7 +120,7 @@ REGISTRY: list[ActionSpec] = [
         "Copy the full sha256 of writer.lock (what recover-lock expects).",
         footer=False,
         group="Copy",
-        available=_has_lock,
+        unavailable=_no_lock,
     ),
     ActionSpec(
         "copy_state_path",
@@ -123,7 +129,7 @@ REGISTRY: list[ActionSpec] = [
         "Copy the absolute path of the selected run's state file.",
         footer=False,
         group="Copy",
-        available=_has_run,
+        unavailable=_no_run,
     ),
     ActionSpec("copy_project_path", "", "Copy project path", "Copy the project directory.", footer=False, group="Copy"),
     ActionSpec(
@@ -138,19 +144,19 @@ REGISTRY: list[ActionSpec] = [
 ]
 
 
-def _valid_now(operation: Operation) -> Available:
-    """Whether the core may accept ``operation`` for the selection (a cheap mirror of its
+def _invalid_now(operation: Operation) -> Unavailable:
+    """Why the core would refuse ``operation`` for the selection, or None (a cheap mirror of its
     preconditions, no hashing); the dialog re-reads the state and the core decides."""
 
-    def check(selection: Selection) -> bool:
+    def check(selection: Selection) -> str | None:
         target = Target(selection.project, selection.inspection, selection.task_id, selection.lock_fingerprint)
-        return operation.unavailable(target) is None
+        return operation.unavailable(target)
 
     return check
 
 
 # The mutating actions, one per Operation (nexus_tui/logic/operations): each opens a confirmation
-# dialog that states exactly what will change; --read-only disables all of them in gate().
+# dialog that states exactly what will change; --read-only disables all of them in refusal().
 _ACT = "Act (changes state)"
 REGISTRY += [
     ActionSpec(
@@ -162,7 +168,7 @@ REGISTRY += [
         destructive=operation.destructive,
         footer=operation.footer,
         group=_ACT,
-        available=_valid_now(operation),
+        unavailable=_invalid_now(operation),
         action=f"act({operation.name!r})",
     )
     for operation in OPERATIONS.values()
@@ -222,7 +228,12 @@ def register(entry: ActionSpec) -> None:
 
 
 def bindings(entries: Iterable[ActionSpec] | None = None, screen: str = MAIN) -> list[Binding]:
-    """The key bindings of ``screen``'s entries."""
+    """The key bindings of ``screen``'s entries.
+
+    Each entry gets a second, hidden binding on the same keys: Textual skips a binding whose
+    ``check_action`` is not True and tries the next, so the key of a refused action reaches
+    ``explain`` (of the app, or of the panel), which says why (check_action itself stays a
+    cached lookup)."""
     result = []
     for entry in REGISTRY if entries is None else entries:
         if not entry.keys or entry.screen != screen:
@@ -238,16 +249,33 @@ def bindings(entries: Iterable[ActionSpec] | None = None, screen: str = MAIN) ->
                 tooltip=entry.help,
             )
         )
+        result.append(Binding(entry.keys, f"explain({entry.id!r})", show=False, priority=entry.priority))
     return result
 
 
-def gate(entry: ActionSpec, read_only: bool, selection: Selection) -> bool | None:
-    """The only decision on whether an action may run: True, or None (shown disabled)."""
+def refusal(entry: ActionSpec, read_only: bool, selection: Selection) -> str | None:
+    """The only decision on whether an action may run: None, or why not (it is then shown
+    disabled, and its key and palette entry say this reason)."""
     if entry.mutating and read_only:
-        return None
-    if entry.available is not None and not entry.available(selection):
-        return None
-    return True
+        return READ_ONLY_REFUSAL
+    return entry.unavailable(selection) if entry.unavailable is not None else None
+
+
+def gate(entry: ActionSpec, read_only: bool, selection: Selection) -> bool | None:
+    """:func:`refusal` as Textual's ``check_action`` answers: True, or None (shown disabled)."""
+    return None if refusal(entry, read_only, selection) else True
+
+
+def refused_words(reason: str) -> str:
+    """A refusal as the operator reads it, the same in the key's notification and the palette
+    (terminal-safe: a reason can quote a task id)."""
+    return terminal_safe(f"Unavailable: {reason}", one_line=True)
+
+
+def notify_refusal(node: App[Any] | Widget, entry: ActionSpec, reason: str | None) -> None:
+    """The key of a refused action was pressed: say why (nothing when it is not refused)."""
+    if reason:
+        node.notify(refused_words(reason), title=entry.label, severity="warning", timeout=4, markup=False)
 
 
 def key_label(keys: str) -> str:

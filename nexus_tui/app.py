@@ -12,10 +12,11 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
+from textual.markup import escape
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
@@ -30,10 +31,11 @@ from .logic.model import ProjectSnapshot
 from .logic.operations import OPERATIONS
 from .logic.selection import Selection
 from .logic.session import ProjectSession
-from .scanning import ProjectScanned, ScanRequests
+from .scanning import ProjectScanned, ScanRequests, undecodable_path_changed
 from .screens.help import HelpScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
+from .widgets.footer import FittingFooter
 from .widgets.project_pane import ProjectPane, RunFocused
 
 TICK_SECONDS = 1.0
@@ -49,6 +51,11 @@ FULL_COLLECTION_EVERY = 100
 
 
 # ----------------------------------------------------------------- the app
+
+
+class Availability(NamedTuple):
+    allowed: frozenset[str]  # registry ids the gate lets through
+    refused: dict[str, str]  # the others: id -> why (actions.refusal)
 
 
 class NexusApp(App[None]):
@@ -85,9 +92,10 @@ class NexusApp(App[None]):
         ]
         self._requests = ScanRequests(len(self.sessions))
         self.scans_applied = 0
+        self.watch_backoffs = 0  # the watcher stopped on an error and waited (tests count them)
         self.loaded = asyncio.Event()
         self._flow: ActionFlow | None = None
-        self._allowed: tuple[tuple[Any, ...], frozenset[str]] | None = None
+        self._availability: tuple[tuple[Any, ...], Availability] | None = None
         self.availability_computations = 0  # (tests count them)
 
     def label_of(self, directory: str) -> str:
@@ -113,7 +121,7 @@ class NexusApp(App[None]):
                     pane = ProjectPane(session, display_path=self.display_path)
                     pane.following, pane.read_only = self.following, self.read_only
                     yield pane
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         render.use_theme_variables(self.get_css_variables())
@@ -275,8 +283,13 @@ class NexusApp(App[None]):
                     if changes:
                         self._on_changes(index, root or "", {path for _, path in changes})
                 failures = 0
-            except Exception:  # a watched scope vanished, or no watch left: the rescan covers
+            except Exception as error:
+                if undecodable_path_changed(error):
+                    self.request_scan(index, everything=True)  # which path is unknown: every run
+                    continue
+                # A watched scope vanished, or no watch left: the rescan covers.
                 failures += 1
+                self.watch_backoffs += 1
                 await self._sleep_or_stop(stop, min(30.0, 2.0**failures))
 
     @staticmethod
@@ -290,6 +303,8 @@ class NexusApp(App[None]):
 
     # -- actions (the registry in actions.py binds keys to these)
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "explain":
+            return True
         entry = self.registry_entry(action, parameters)
         if entry is None:
             return True
@@ -300,17 +315,35 @@ class NexusApp(App[None]):
         """The registry's entry for a binding's action (``act('start')`` is the entry "start")."""
         return actions.spec(str(parameters[0]) if action == "act" and parameters else action)
 
-    def allowed_actions(self) -> frozenset[str]:
-        """The ids the gate lets through for the current selection, computed once per selection,
-        snapshot and mode (Textual asks check_action for every binding on every refresh)."""
+    def availability(self) -> Availability:
+        """What the gate lets through for the current selection and why it refuses the rest,
+        computed once per selection, snapshot and mode (Textual asks check_action for every
+        binding on every refresh)."""
         pane = self.pane
         key = (pane.index, pane.selection_key(), self.read_only, tuple(map(id, actions.REGISTRY)))
-        if self._allowed is None or self._allowed[0] != key:
+        if self._availability is None or self._availability[0] != key:
             selection = pane.selection()
-            allowed = frozenset(e.id for e in actions.REGISTRY if actions.gate(e, self.read_only, selection))
-            self._allowed = (key, allowed)
+            reasons = {e.id: actions.refusal(e, self.read_only, selection) for e in actions.REGISTRY}
+            refused = {action_id: reason for action_id, reason in reasons.items() if reason}
+            allowed = frozenset(action_id for action_id in reasons if action_id not in refused)
+            self._availability = (key, Availability(allowed, refused))
             self.availability_computations += 1
-        return self._allowed[1]
+        return self._availability[1]
+
+    def allowed_actions(self) -> frozenset[str]:
+        """The ids the gate lets through for the current selection."""
+        return self.availability().allowed
+
+    def refusal_of(self, action_id: str) -> str | None:
+        """Why the gate refuses ``action_id`` for the current selection, or None."""
+        return self.availability().refused.get(action_id)
+
+    def action_explain(self, action_id: str) -> None:
+        """The key of an action the gate refuses (its hidden second binding): say why, in the
+        palette's words for it."""
+        entry = actions.spec(action_id)
+        if entry is not None:
+            actions.notify_refusal(self, entry, self.refusal_of(action_id))
 
     @property
     def flow(self) -> ActionFlow:
@@ -360,12 +393,10 @@ class NexusApp(App[None]):
                 continue
             if entry.screen == actions.SCHEDULES:
                 # A panel's action runs on the panel, and only while it is open.
-                if panel is not None and panel.allows(entry):
-                    yield SystemCommand(entry.label, entry.help, _runner(self, entry.action, panel))
+                if panel is not None:
+                    yield _command(self, entry, panel.refusal(entry), panel)
                 continue
-            if entry.id not in self.allowed_actions():
-                continue
-            yield SystemCommand(entry.label, entry.help, _runner(self, entry.action))
+            yield _command(self, entry, self.refusal_of(entry.id))
 
     def action_schedules(self) -> None:
         from .screens.schedules import SchedulesScreen
@@ -468,6 +499,17 @@ class NexusApp(App[None]):
 
 def _label(directory: str) -> str:
     return os.path.basename(directory.rstrip("/")) or directory
+
+
+def _command(
+    app: NexusApp, entry: actions.ActionSpec, refusal: str | None, namespace: Screen[Any] | None = None
+) -> SystemCommand:
+    """The palette's entry for ``entry``; a refused one is found by a search, not listed, and
+    says why (selecting it shows that reason again)."""
+    if refusal is None:
+        return SystemCommand(entry.label, entry.help, _runner(app, entry.action, namespace))
+    words = escape(actions.refused_words(refusal))  # the palette reads its help as markup
+    return SystemCommand(entry.label, words, _runner(app, f"explain({entry.id!r})", namespace), discover=False)
 
 
 def _runner(app: NexusApp, action: str, namespace: Screen[Any] | None = None) -> Callable[[], Any]:

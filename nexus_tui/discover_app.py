@@ -18,7 +18,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.theme import Theme
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from nexus_core.terminal import terminal_safe
 
@@ -27,6 +27,7 @@ from .logic.discovery import DEFAULT_DEPTH, discover_projects, summarize
 from .logic.selection import Selection
 from .logic.session import ProjectSession
 from .scanning import ProjectScanned, ScanRequests
+from .widgets.footer import FittingFooter
 from .widgets.overview import OverviewPane
 from .widgets.project_pane import ProjectPane
 
@@ -37,6 +38,8 @@ OVERVIEW_TAB = "tab-overview"
 OVERVIEW_ACTIONS = frozenset(
     {"help", "quit", "change_theme", "next_project", "previous_project", "refresh", "toggle_follow", "focus_next_pane"}
 )
+
+OVERVIEW_REFUSAL = "The overview lists projects: open one (Enter on its row, or ]) to act on it."
 
 
 class ProjectsFound(Message):
@@ -89,7 +92,7 @@ class DiscoverApp(NexusApp):
             for session, pane in zip(self.sessions, self._project_panes, strict=True):
                 with TabPane(session.label, id=f"tab-{session.index}"):
                     yield pane
-        yield Footer()
+        yield FittingFooter()
 
     @property
     def overview(self) -> OverviewPane:
@@ -195,6 +198,11 @@ class DiscoverApp(NexusApp):
 
     def allowed_actions(self) -> frozenset[str]:
         return OVERVIEW_ACTIONS if self._on_overview() else super().allowed_actions()
+
+    def refusal_of(self, action_id: str) -> str | None:
+        if self._on_overview() and action_id not in OVERVIEW_ACTIONS:
+            return OVERVIEW_REFUSAL
+        return super().refusal_of(action_id)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         entry = self.registry_entry(action, parameters)

@@ -71,3 +71,16 @@ class ScanRequests:
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+def undecodable_path_changed(error: BaseException) -> bool:
+    """Whether the file watcher stopped because a changed path is not valid UTF-8.
+
+    watchfiles (1.x) cannot give such a path as ``str``: its watcher raises and is spent. It is
+    a change in the watched paths all the same (the scan reads those names as any other), so
+    the caller rescans and starts watching again at once, without the back-off of a failure."""
+    from watchfiles._rust_notify import WatchfilesRustInternalError
+
+    if isinstance(error, BaseExceptionGroup):  # awatch runs the watcher in an anyio task group
+        return bool(error.exceptions) and all(undecodable_path_changed(inner) for inner in error.exceptions)
+    return isinstance(error, WatchfilesRustInternalError) and str(error).startswith("Unable to decode path")

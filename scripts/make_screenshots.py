@@ -28,6 +28,7 @@ from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (170, 48)
+SMALL = (80, 24)  # the small-terminal view: the compact forms (detail below, compact columns)
 SEED = 2026
 
 
@@ -101,6 +102,9 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         await pilot.press("slash", *"state:attention", "enter")
         await pilot.pause()
 
+    async def small_terminal(pilot: Pilot[None]) -> None:
+        await select(pilot, "release", "migrate")
+
     async def help_screen(pilot: Pilot[None]) -> None:
         await pilot.press("question_mark")
         await pilot.pause()
@@ -152,6 +156,7 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         "cancelled-awaiting-reconciliation": cancelled,
         "process-task": process,
         "filter-attention": filtered,
+        "small-terminal": small_terminal,
         "help": help_screen,
         "recovery-guide": guide,
         "recovery-stale-after-acceptance": guide_stale,
@@ -174,7 +179,7 @@ async def shoot(
         tick=False,
         display_path=lambda p: p.replace(os.path.dirname(directory), "~"),
     )
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SMALL if name == "small-terminal" else SIZE) as pilot:
         await asyncio.wait_for(app.loaded.wait(), 30)
         await pilot.pause()
         await action(pilot)
@@ -185,9 +190,8 @@ async def shoot(
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "screenshots")
     out.mkdir(parents=True, exist_ok=True)
-    # A fixed parent: paths the screens show in full (fresh-run commands) stay the same.
-    parent = os.path.join(tempfile.gettempdir(), "nexus-screenshots")
-    shutil.rmtree(parent, ignore_errors=True)
+    # A private, unpredictable parent (mkdtemp: 0700, fresh name): never a fixed name in a shared /tmp.
+    parent = tempfile.mkdtemp(prefix="nexus-screenshots-")
     try:
         info = build_demo(os.path.join(parent, "demo"), start=FIXED_START, seed=SEED)
         for note in info.notes:

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from supervise_kit import Project, nexus_command, task_def, until
 
+from nexus_core import canonical
 from nexus_core.supervise import run_loop
-from nexus_core.terminal import is_terminal_safe, terminal_safe
+from nexus_core.terminal import is_terminal_safe, terminal_safe, terminal_safe_json
 
 OSC_TITLE = "\x1b]0;pwned\x07"
 CLEAR = "\x1b[2J\x1b[H"
@@ -84,6 +85,15 @@ def test_hostile_sample_is_shown_in_full_and_none_and_numbers_are_text() -> None
     assert not is_terminal_safe(HOSTILE)
     assert terminal_safe(None) == ""
     assert terminal_safe(42) == "42"
+
+
+@pytest.mark.parametrize("text", [HOSTILE, "\x7f\x80\x9f", "\u2066x\u2069", "\\\x85", "\ud800", "plain é 😀"])
+def test_json_for_a_terminal_is_the_same_value_in_inert_bytes(text: str) -> None:
+    line = terminal_safe_json(canonical.compact({"k": text, "n": [text]}))
+    assert json.loads(line) == {"k": text, "n": [text]}
+    assert is_terminal_safe(line, one_line=True)  # no raw control of any kind is left
+    if is_terminal_safe(text):
+        assert line == canonical.compact({"k": text, "n": [text]})  # printable text: the same bytes
 
 
 # ----------------------------------------------------------------- the CLI
@@ -168,6 +178,20 @@ def test_wait_stderr_line_is_escaped_and_json_summary_exact(hostile: Project) ->
     assert f"a: stale-evidence (Nexus: Unsafe relative path: out/a/{BAD_NAME_SHOWN})" in line
     summary = json.loads(done.stdout.splitlines()[-1])
     assert f"b: blocked ({HOSTILE})" in summary["message"]
+
+
+def test_wait_json_lines_escape_c1_and_bidi_and_keep_the_same_values(hostile: Project, tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    args = ("wait", "demo", "--settle-grace", "0", "--idle-timeout", "30", "--json", "--event-log", str(log))
+    done = raw(hostile, *args)
+    assert done.returncode == 3, done.stderr
+    assert_inert(done.stdout)
+    assert "\u202e".encode() not in done.stdout  # the bidi override, UTF-8 encoded
+    assert b"\\u009b2J\\u0085\\u202eend" in done.stdout  # written as JSON escapes instead
+    *events, summary = [json.loads(line) for line in done.stdout.splitlines()]
+    assert f"b: blocked ({HOSTILE})" in summary["message"]  # the same value
+    assert log.read_bytes() == b"".join(line + b"\n" for line in done.stdout.splitlines()[:-1])
+    assert len(events) >= 1
 
 
 def test_real_loop_tick_lines_are_escaped(hostile: Project) -> None:

@@ -18,10 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import canonical
 from ..errors import NexusError
 from ..paths import root_of
-from ..supervise.events import Event, EventLog, Snapshot, _Events, check_log_path, derive_events
+from ..supervise.events import Event, EventLog, Snapshot, _Events, check_log_path, derive_events, json_line
 from ..supervise.loop import LoopStop, TickCache, run_tick, tick_summary
 from ..terminal import terminal_safe
 from ..timeutil import iso_from_ms
@@ -160,7 +159,7 @@ def run_scheduler(
     result = SchedulerResult()
 
     def send(event: Event) -> None:
-        line = canonical.compact(event) + "\n"
+        line = json_line(event)
         emit(line)
         if log is not None:
             log.write(line)

@@ -11,11 +11,10 @@ from typing import NoReturn
 
 import click
 
-from .. import canonical
 from ..errors import NexusError
 from ..terminal import terminal_safe
 from .classify import EXIT_ERROR, EXIT_INTERRUPTED
-from .events import _message
+from .events import _message, json_line
 from .loop import LoopStop, parse_interval, run_loop, ticks_phrase
 from .wait import summary_object, wait_for_run
 
@@ -34,7 +33,7 @@ def _err(text: str) -> None:
 
 def _fail(message: str, as_json: bool) -> NoReturn:
     if as_json:
-        _out(canonical.compact({"schemaVersion": 1, "status": "error", "error": message}) + "\n")
+        _out(json_line({"schemaVersion": 1, "status": "error", "error": message}))
     _err(f"Nexus: {terminal_safe(message, one_line=True)}\n")
     raise SystemExit(EXIT_ERROR)
 
@@ -136,7 +135,7 @@ def wait_command(
         _err("nexus wait: interrupted; nothing was changed.\n")
         raise SystemExit(EXIT_INTERRUPTED) from None
     if as_json:
-        _out(canonical.compact(summary_object(run, task_id, result)) + "\n")
+        _out(json_line(summary_object(run, task_id, result)))
     if result.code == EXIT_ERROR:
         _err(f"Nexus: {terminal_safe(result.message, one_line=True)}\n")
     else:

@@ -19,6 +19,7 @@ from ..locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from ..observe import HEARTBEAT_STALE_MS, inspect_loaded
 from ..snapshots import observational_hashes
 from ..store import BASE, parse_run, read_state_bytes, run_path
+from ..terminal import terminal_safe_json
 from ..timeutil import iso_from_ms, now_ms, parse_iso_ms
 
 View = dict[str, Any]
@@ -406,6 +407,12 @@ def render_event(event: Event) -> str:
 
 
 # ----------------------------------------------------------------- event log
+
+
+def json_line(value: dict[str, Any]) -> str:
+    """One JSON line of wait's or the scheduler's output (events, the summary, the error), for
+    stdout and the event log alike: canonical JSON, C1 and bidi controls escaped for a terminal."""
+    return terminal_safe_json(canonical.compact(value)) + "\n"
 
 
 class EventLog:

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .. import canonical
 from ..errors import NexusError
 from ..paths import root_of
 from ..store import BASE, run_path
@@ -23,7 +22,18 @@ from .classify import (
     _closure,
     verdict_for,
 )
-from .events import Emit, Event, EventLog, Snapshot, _Events, check_log_path, derive_events, fingerprint, take_snapshot
+from .events import (
+    Emit,
+    Event,
+    EventLog,
+    Snapshot,
+    _Events,
+    check_log_path,
+    derive_events,
+    fingerprint,
+    json_line,
+    take_snapshot,
+)
 
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_SETTLE_GRACE = 2.0
@@ -109,7 +119,7 @@ def wait_for_run(
 
     def send(event: Event) -> None:
         nonlocal count
-        line = canonical.compact(event) + "\n"
+        line = json_line(event)
         emit(line)
         if log is not None:
             log.write(line)

@@ -511,7 +511,7 @@ class ProjectScanner:
                 root=root,
                 runs=tuple(self._views.get(r) or _loading_view(r) for r in run_ids),
                 writer_lock=lock_view("writer.lock", locks[0]),
-                recovery_lock=lock_view("recovery.lock", locks[1], recovery_lock_hint(locks[1])),
+                recovery_lock=lock_view("recovery.lock", locks[1], recovery_lock_hint(locks[1], root)),
                 scanned_at_ms=moment,
                 stray_temp_files=int(inventory.get("strayTempFiles") or 0),
                 changed=frozenset(changed),
@@ -651,7 +651,7 @@ class ProjectScanner:
         result = dict(run)
         result["observations"] = observations
         result["lock"], result["recoveryLock"] = locks
-        observe.add_recovery_lock_hint(result)
+        observe.add_recovery_lock_hint(result, root)
         return result, unchanged_rows
 
     def _retimed(self, previous: RunView, memo: _FileMemo, moment: int) -> RunView:

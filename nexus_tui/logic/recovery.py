@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from nexus_core import canonical
 from nexus_core.errors import NexusError, message_of
 from nexus_core.hostinfo import hostname, owner_liveness
-from nexus_core.locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
+from nexus_core.locks import (
+    LOCK_RECOVERY_DIR,
+    RECOVERY_LOCK,
+    WRITER_LOCK,
+    lock_snapshot,
+    recovery_lock_hint,
+    recovery_lock_removal,
+)
 from nexus_core.observe import inspect_loaded
 from nexus_core.paths import root_of
 from nexus_core.plan import normalize_plan
@@ -364,7 +372,6 @@ def lock_situations(root: str) -> list[Situation]:
         owner = recovery["owner"] if isinstance(recovery.get("owner"), dict) else {}
         state = owner_liveness(owner.get("hostname"), owner.get("pid"))
         if state != "alive":
-            path = os.path.join(root, RECOVERY_LOCK)
             found.append(
                 Situation(
                     "recovery-lock-left",
@@ -377,7 +384,7 @@ def lock_situations(root: str) -> list[Situation]:
                         f"created {owner.get('createdAt')}.",
                         "While it exists every mutation and every lock recovery is refused.",
                         "Nexus has no command to remove it (as in the reference).",
-                        *_core_says(recovery_lock_hint(recovery)),
+                        *_core_says(recovery_lock_hint(recovery, root)),
                     ],
                     [
                         "Is the recovering process really gone?",
@@ -385,7 +392,7 @@ def lock_situations(root: str) -> list[Situation]:
                     ],
                     "After checking, remove recovery.lock by hand with the command below, then recover "
                     "writer.lock from the dashboard if it is still there.",
-                    command=f"rm -- {shlex.quote(path)}",
+                    command=recovery_lock_removal(root),
                     lock_hash=recovery["hash"],
                 )
             )
@@ -484,6 +491,61 @@ def task_situations(root: str, inspected: dict[str, Any], now: int | None = None
     return found
 
 
+@dataclass(frozen=True)
+class _TaskFacts:
+    """One task of an inspected run, as the situation families below read it."""
+
+    root: str
+    run: dict[str, Any]
+    task: dict[str, Any]
+    definition: dict[str, Any]
+    observation: dict[str, Any]
+    attempt: dict[str, Any]
+    now: int
+
+    @property
+    def task_id(self) -> str:
+        return str(self.task["id"])
+
+    @property
+    def verification(self) -> dict[str, Any]:
+        return self.attempt["verification"]  # type: ignore[no-any-return]
+
+    @property
+    def backend(self) -> dict[str, Any]:
+        return self.attempt["backend"]  # type: ignore[no-any-return]
+
+    @property
+    def cancellation(self) -> Any:
+        return (self.attempt.get("cancellation") or {}).get("status")
+
+    @property
+    def process(self) -> dict[str, Any] | None:
+        process = self.attempt.get("process")
+        return process if isinstance(process, dict) else None
+
+    @property
+    def process_observation(self) -> dict[str, Any]:
+        return self.observation.get("process", {})  # type: ignore[no-any-return]
+
+    @property
+    def known_attempt(self) -> str:
+        return _attempt_words(self.attempt)
+
+    def situation(
+        self, kind: str, title: str, known: list[str], checks: list[str], step: str, **extra: Any
+    ) -> Situation:
+        return Situation(kind, title, self.run["id"], self.task_id, known, checks, step, **extra)
+
+    def fresh_run(self) -> FreshRun:
+        return fresh_run(self.root, self.run["id"], self.run["plan"])
+
+
+# A family answers None when the task is not in it (the next family is asked), else the
+# situations it finds (possibly none): then no later family is asked.
+Family = Callable[[_TaskFacts], "list[Situation] | None"]
+
+
 def _task_situations(
     root: str,
     run: dict[str, Any],
@@ -493,23 +555,36 @@ def _task_situations(
     attempt: dict[str, Any] | None,
     now: int,
 ) -> list[Situation]:
-    run_id, task_id = run["id"], task["id"]
-    found: list[Situation] = []
+    found = _resource_changed(root, run, task, definition, observation)
+    if attempt is None:
+        return found
+    facts = _TaskFacts(root, run, task, definition, observation, attempt, now)
+    for family in _ATTEMPT_FAMILIES:
+        situations = family(facts)
+        if situations is not None:
+            return found + situations
+    return found
 
-    def add(kind: str, title: str, known: list[str], checks: list[str], step: str, **extra: Any) -> None:
-        found.append(Situation(kind, title, run_id, task_id, known, checks, step, **extra))
 
-    if not observation.get("resourcesCurrent", True):
-        try:
-            changes = resource_changes(root, definition)
-        except NexusError as error:
-            changes = []
-            reason = error.message
-        else:
-            reason = observation.get("staleReason") or ""
-        add(
+def _resource_changed(
+    root: str, run: dict[str, Any], task: dict[str, Any], definition: dict[str, Any], observation: dict[str, Any]
+) -> list[Situation]:
+    if observation.get("resourcesCurrent", True):
+        return []
+    try:
+        changes = resource_changes(root, definition)
+    except NexusError as error:
+        changes = []
+        reason = error.message
+    else:
+        reason = observation.get("staleReason") or ""
+    task_id = task["id"]
+    return [
+        Situation(
             "resource-changed",
             f"{task_id}: a protected resource changed since create",
+            run["id"],
+            task_id,
             [reason, *[c.words() for c in changes]],
             [
                 "Was the verifier, a check script or the worker executable changed on purpose?",
@@ -518,40 +593,41 @@ def _task_situations(
             "Restore the original files; if the change is intended, create a fresh run from the same plan "
             "(create snapshots the resources again).",
             changes=changes,
-            fresh_run=fresh_run(root, run_id, run["plan"]),
+            fresh_run=fresh_run(root, run["id"], run["plan"]),
         )
-    if attempt is None:
-        return found
-    verification = attempt["verification"]
-    backend = attempt["backend"]
-    cancellation = (attempt.get("cancellation") or {}).get("status")
-    process = attempt.get("process") if isinstance(attempt.get("process"), dict) else None
-    accepted = task["integration"] == "accepted"
-    known_attempt = _attempt_words(attempt)
+    ]
 
-    if accepted and observation.get("stale"):
-        try:
-            changes = evidence_changes(root, definition, attempt)
-            problem = None
-        except NexusError as error:
-            changes, problem = [], error.message
-        known = [f"{task_id} was accepted at {task.get('acceptedAt')}.", f"Now: {observation.get('staleReason')}"]
-        if problem:
-            known.append(f"The scope cannot be snapshotted: {problem}")
-        if changes:
-            known += [c.words() for c in changes]
-        elif not problem:
-            known.append("Its own files are unchanged: the stale evidence is in a dependency.")
-        known.append(
-            "Nexus cannot un-accept, re-verify or retry an accepted task: it stays accepted, flagged stale, "
-            "until its files match the accepted evidence again."
-        )
-        dependants = [d["id"] for d in run["plan"]["tasks"] if task_id in d["dependsOn"]]
-        if dependants:
-            known.append(f"Blocked while it is stale: {', '.join(dependants)} (start is refused).")
-        else:
-            known.append("No task depends on it: nothing else is blocked.")
-        add(
+
+def _accepted(facts: _TaskFacts) -> list[Situation] | None:
+    """An accepted task: only its evidence going stale is a situation."""
+    task, task_id = facts.task, facts.task_id
+    if task["integration"] != "accepted":
+        return None
+    if not facts.observation.get("stale"):
+        return []
+    try:
+        changes = evidence_changes(facts.root, facts.definition, facts.attempt)
+        problem = None
+    except NexusError as error:
+        changes, problem = [], error.message
+    known = [f"{task_id} was accepted at {task.get('acceptedAt')}.", f"Now: {facts.observation.get('staleReason')}"]
+    if problem:
+        known.append(f"The scope cannot be snapshotted: {problem}")
+    if changes:
+        known += [c.words() for c in changes]
+    elif not problem:
+        known.append("Its own files are unchanged: the stale evidence is in a dependency.")
+    known.append(
+        "Nexus cannot un-accept, re-verify or retry an accepted task: it stays accepted, flagged stale, "
+        "until its files match the accepted evidence again."
+    )
+    dependants = [d["id"] for d in facts.run["plan"]["tasks"] if task_id in d["dependsOn"]]
+    if dependants:
+        known.append(f"Blocked while it is stale: {', '.join(dependants)} (start is refused).")
+    else:
+        known.append("No task depends on it: nothing else is blocked.")
+    return [
+        facts.situation(
             "accepted-stale",
             f"{task_id}: evidence changed after acceptance",
             known,
@@ -559,20 +635,23 @@ def _task_situations(
             "Restore the files to clear the staleness, or create a fresh run from the same plan to redo "
             "and re-verify the work.",
             changes=changes,
-            fresh_run=fresh_run(root, run_id, run["plan"]),
+            fresh_run=facts.fresh_run(),
         )
-        return found
-    if accepted:
-        return found
+    ]
 
-    if process is not None and observation.get("process", {}).get("receiptReady"):
-        receipt = process.get("receipt") or {}
-        kept = observation.get("process", {}).get("recoverableReceipt")
-        add(
+
+def _receipt_uncollected(facts: _TaskFacts) -> list[Situation] | None:
+    process = facts.process
+    if process is None or not facts.process_observation.get("receiptReady"):
+        return None
+    receipt = process.get("receipt") or {}
+    kept = facts.process_observation.get("recoverableReceipt")
+    return [
+        facts.situation(
             "process-receipt-uncollected",
-            f"{task_id}: a process receipt waits to be collected",
+            f"{facts.task_id}: a process receipt waits to be collected",
             [
-                known_attempt,
+                facts.known_attempt,
                 (
                     f"The launch could not store its receipt in the run state; it was kept in {kept}."
                     if kept
@@ -586,68 +665,85 @@ def _task_situations(
             next_action="collect",
             then=["verify", "reconcile"],
         )
-        return found
+    ]
 
-    if verification["status"] == "running":
-        owner = verification.get("owner") or {}
-        state = owner_liveness(owner.get("hostname"), owner.get("pid"))
-        if state != "alive":
-            add(
-                "verification-orphaned",
-                f"{task_id}: a verification was left running",
-                [
-                    known_attempt,
-                    f"Verification {str(verification.get('id'))[:8]} started {verification.get('startedAt')}; "
-                    f"its verifier {_liveness_words(owner.get('hostname'), owner.get('pid'))}.",
-                    f"{len(verification.get('checks', []))} of {len(definition['checks'])} check receipt(s) recorded.",
-                    *_core_says((observation.get("runningVerification") or {}).get("hint")),
-                ],
-                [
-                    "Is the verifier process really gone (and any check it was running)?",
-                    "Checks may have left partial output in the project.",
-                ],
-                "Reconcile the attempt (outcome 'completed' if the work itself is done): the orphaned "
-                "verification moves to the history, then verify again.",
-                next_action="reconcile",
-                then=["verify"],
-            )
-        return found
 
-    supervisor_state = None
-    if process is not None and process.get("status") in ("starting", "running"):
-        supervisor_state = owner_liveness(backend.get("hostname"), backend.get("ownerPid"))
-        if observation.get("process", {}).get("heartbeatStale") and supervisor_state != "alive":
-            child = process.get("childPid")
-            add(
-                "process-heartbeat-stale",
-                f"{task_id}: the process supervisor stopped reporting",
-                [
-                    known_attempt,
-                    f"Process status '{process.get('status')}', last heartbeat {process.get('heartbeatAt')}; "
-                    f"supervisor {_liveness_words(backend.get('hostname'), backend.get('ownerPid'))}.",
-                    f"Child: {_liveness_words(backend.get('hostname'), child) if child else 'never spawned'}.",
-                    "No receipt was stored: the outcome is unknown.",
-                ],
-                [
-                    "Are the supervisor and its child really stopped? A stored pid is an observation, not authority.",
-                    "What did the worker change in the write scope?",
-                ],
-                "Reconcile with what you observed (ownerStopped is your declaration). " + _retry_or_verify(definition),
-                next_action="reconcile",
-                then=["verify", "launch"],
-            )
-            return found
+def _verification_running(facts: _TaskFacts) -> list[Situation] | None:
+    """A running verification: a situation only when its verifier is gone."""
+    verification = facts.verification
+    if verification["status"] != "running":
+        return None
+    owner = verification.get("owner") or {}
+    if owner_liveness(owner.get("hostname"), owner.get("pid")) == "alive":
+        return []
+    return [
+        facts.situation(
+            "verification-orphaned",
+            f"{facts.task_id}: a verification was left running",
+            [
+                facts.known_attempt,
+                f"Verification {str(verification.get('id'))[:8]} started {verification.get('startedAt')}; "
+                f"its verifier {_liveness_words(owner.get('hostname'), owner.get('pid'))}.",
+                f"{len(verification.get('checks', []))} of {len(facts.definition['checks'])} check receipt(s) "
+                "recorded.",
+                *_core_says((facts.observation.get("runningVerification") or {}).get("hint")),
+            ],
+            [
+                "Is the verifier process really gone (and any check it was running)?",
+                "Checks may have left partial output in the project.",
+            ],
+            "Reconcile the attempt (outcome 'completed' if the work itself is done): the orphaned "
+            "verification moves to the history, then verify again.",
+            next_action="reconcile",
+            then=["verify"],
+        )
+    ]
 
+
+def _heartbeat_stale(facts: _TaskFacts) -> list[Situation] | None:
+    process, backend = facts.process, facts.backend
+    if process is None or process.get("status") not in ("starting", "running"):
+        return None
+    supervisor_state = owner_liveness(backend.get("hostname"), backend.get("ownerPid"))
+    if not facts.process_observation.get("heartbeatStale") or supervisor_state == "alive":
+        return None
+    child = process.get("childPid")
+    return [
+        facts.situation(
+            "process-heartbeat-stale",
+            f"{facts.task_id}: the process supervisor stopped reporting",
+            [
+                facts.known_attempt,
+                f"Process status '{process.get('status')}', last heartbeat {process.get('heartbeatAt')}; "
+                f"supervisor {_liveness_words(backend.get('hostname'), backend.get('ownerPid'))}.",
+                f"Child: {_liveness_words(backend.get('hostname'), child) if child else 'never spawned'}.",
+                "No receipt was stored: the outcome is unknown.",
+            ],
+            [
+                "Are the supervisor and its child really stopped? A stored pid is an observation, not authority.",
+                "What did the worker change in the write scope?",
+            ],
+            "Reconcile with what you observed (ownerStopped is your declaration). "
+            + _retry_or_verify(facts.definition),
+            next_action="reconcile",
+            then=["verify", "launch"],
+        )
+    ]
+
+
+def _overdue(facts: _TaskFacts) -> list[Situation] | None:
+    attempt = facts.attempt
+    live = attempt["execution"] in ("running", "blocked")
     deadline = parse_iso_ms(attempt.get("deadline"))
-    overdue = observation.get("overdue") or (
-        attempt["execution"] in ("running", "blocked") and deadline is not None and now > deadline
-    )
-    if attempt["execution"] in ("running", "blocked") and cancellation == "none" and overdue:
-        is_process = backend.get("kind") == "process"
-        add(
+    overdue = facts.observation.get("overdue") or (live and deadline is not None and facts.now > deadline)
+    if not (live and facts.cancellation == "none" and overdue):
+        return None
+    is_process = facts.backend.get("kind") == "process"
+    return [
+        facts.situation(
             "attempt-overdue",
-            f"{task_id}: the attempt is running past its deadline",
-            [known_attempt, f"Deadline {attempt.get('deadline')} has passed; nothing is stopped automatically."],
+            f"{facts.task_id}: the attempt is running past its deadline",
+            [facts.known_attempt, f"Deadline {attempt.get('deadline')} has passed; nothing is stopped automatically."],
             [
                 "Is the worker still running? Did it finish without reporting?",
                 "What has it changed in the write scope so far?",
@@ -661,112 +757,161 @@ def _task_situations(
             next_action="cancel" if is_process else "reconcile",
             then=["reconcile"] if is_process else ["record", "cancel"],
         )
-        return found
+    ]
 
-    if attempt["execution"] == "blocked" and cancellation == "none":
-        add(
+
+def _blocked(facts: _TaskFacts) -> list[Situation] | None:
+    if facts.attempt["execution"] != "blocked" or facts.cancellation != "none":
+        return None
+    return [
+        facts.situation(
             "attempt-blocked",
-            f"{task_id}: the worker reported it is blocked",
-            [known_attempt, f"Blocked request: {attempt.get('blockedRequest')}"],
+            f"{facts.task_id}: the worker reported it is blocked",
+            [facts.known_attempt, f"Blocked request: {facts.attempt.get('blockedRequest')}"],
             ["What does the worker need? No approval is inferred by Nexus."],
             "Resolve the request outside Nexus; the worker then records its outcome, or reconcile if it stopped.",
             next_action="record",
             then=["reconcile", "cancel"],
         )
-        return found
+    ]
 
-    interrupted = (
-        attempt["execution"] == "ambiguous" or cancellation == "requested" or verification["status"] == "ambiguous"
-    )
-    if interrupted:
-        why = []
-        if attempt["execution"] == "ambiguous":
-            why.append("the execution outcome is ambiguous")
-        if cancellation == "requested":
-            requested = (attempt.get("cancellation") or {}).get("reason")
-            why.append(f"a cancellation was requested ({requested}) and awaits reconciliation")
-        if verification["status"] == "ambiguous":
-            why.append("the verification was interrupted (ambiguous)")
-        checks = [
-            "Has the worker really stopped? Check its process and host yourself.",
-            "What is in the write scope now? Is the result complete, partial or absent?",
-        ]
-        if process is not None:
-            checks.insert(0, f"Supervisor: {_liveness_words(backend.get('hostname'), backend.get('ownerPid'))}.")
-        add(
+
+def _interrupted(facts: _TaskFacts) -> list[Situation] | None:
+    attempt, verification, cancellation = facts.attempt, facts.verification, facts.cancellation
+    why = []
+    if attempt["execution"] == "ambiguous":
+        why.append("the execution outcome is ambiguous")
+    if cancellation == "requested":
+        requested = (attempt.get("cancellation") or {}).get("reason")
+        why.append(f"a cancellation was requested ({requested}) and awaits reconciliation")
+    if verification["status"] == "ambiguous":
+        why.append("the verification was interrupted (ambiguous)")
+    if not why:
+        return None
+    checks = [
+        "Has the worker really stopped? Check its process and host yourself.",
+        "What is in the write scope now? Is the result complete, partial or absent?",
+    ]
+    if facts.process is not None:
+        backend = facts.backend
+        checks.insert(0, f"Supervisor: {_liveness_words(backend.get('hostname'), backend.get('ownerPid'))}.")
+    definition = facts.definition
+    return [
+        facts.situation(
             "attempt-interrupted",
-            f"{task_id}: interrupted or ambiguous attempt",
-            [known_attempt, "Known: " + "; ".join(why) + "."],
+            f"{facts.task_id}: interrupted or ambiguous attempt",
+            [facts.known_attempt, "Known: " + "; ".join(why) + "."],
             checks,
             "Reconcile with what you observed (completed, failed or cancelled). " + _retry_or_verify(definition),
             next_action="reconcile",
             then=["verify", "launch" if definition.get("execution") else "retry"],
         )
-        return found
+    ]
 
-    if verification["status"] == "passed" and observation.get("stale"):
-        try:
-            changes = evidence_changes(root, definition, attempt)
-        except NexusError:
-            changes = []
-        add(
+
+def _evidence_stale(facts: _TaskFacts) -> list[Situation] | None:
+    if facts.verification["status"] != "passed" or not facts.observation.get("stale"):
+        return None
+    try:
+        changes = evidence_changes(facts.root, facts.definition, facts.attempt)
+    except NexusError:
+        changes = []
+    return [
+        facts.situation(
             "evidence-stale",
-            f"{task_id}: the passed verification is stale",
-            [known_attempt, f"Now: {observation.get('staleReason')}", *[c.words() for c in changes]],
+            f"{facts.task_id}: the passed verification is stale",
+            [facts.known_attempt, f"Now: {facts.observation.get('staleReason')}", *[c.words() for c in changes]],
             ["Who changed these files after the verification? Is the new content wanted?"],
             "Restore the verified files and accept, or reconcile 'failed' and retry with a new attempt.",
             next_action="reconcile",
-            then=["launch" if definition.get("execution") else "retry"],
+            then=["launch" if facts.definition.get("execution") else "retry"],
             changes=changes,
         )
-        return found
+    ]
 
-    terminal = attempt["execution"] in ("failed", "cancelled") or verification["status"] == "failed"
-    if terminal:
-        spent = len(task["attempts"]) >= definition["maxAttempts"]
-        failed_words = (
-            f"verification failed ({verification.get('problem') or 'a check did not pass'})"
-            if verification["status"] == "failed"
-            else f"execution {attempt['execution']}"
-        )
-        retry_action = "launch" if definition.get("execution") else "retry"
-        if spent:
-            add(
+
+# How an ended attempt is named in the guide (its real state, never "failed" for all), and
+# what the operator should settle before another attempt.
+_ENDED_QUESTIONS = {
+    "failed": ("Why did it fail?", "Fix the cause before the next attempt."),
+    "cancelled": ("Why was it cancelled?", "Settle that before the next attempt."),
+    "verification failed": (
+        "Why did its verification fail?",
+        "Fix the cause (in the work or in its checks) before the next attempt.",
+    ),
+}
+
+
+def _ended(facts: _TaskFacts) -> list[Situation] | None:
+    """An attempt that ended failed or cancelled, or whose verification failed: retry or not."""
+    attempt, verification, definition, task = facts.attempt, facts.verification, facts.definition, facts.task
+    execution_ended = attempt["execution"] in ("failed", "cancelled")
+    verification_failed = verification["status"] == "failed"
+    if not (execution_ended or verification_failed):
+        return None
+    state = attempt["execution"] if execution_ended else "verification failed"
+    how = [f"execution {attempt['execution']}"] if execution_ended else []
+    if verification_failed:
+        how.append(f"verification failed ({verification.get('problem') or 'a check did not pass'})")
+    ended_words = ", ".join(how)
+    why, before_next = _ENDED_QUESTIONS[state]
+    retry_action = "launch" if definition.get("execution") else "retry"
+    if len(task["attempts"]) >= definition["maxAttempts"]:
+        return [
+            facts.situation(
                 "budget-spent",
-                f"{task_id}: failed with no attempt left",
+                f"{facts.task_id}: {state} with no attempt left",
                 [
-                    known_attempt,
-                    f"The last attempt ended: {failed_words}.",
-                    f"All {definition['maxAttempts']} attempt(s) are used: the task is explicitly failed.",
+                    facts.known_attempt,
+                    f"The last attempt ended: {ended_words}.",
+                    f"All {definition['maxAttempts']} attempt(s) are used: no new attempt can start in this run.",
                 ],
-                ["Is the failure in the work or in the plan (checks, deadline, budget)?"],
+                [f"{why} Is the cause in the work or in the plan (checks, deadline, budget)?"],
                 "Nothing more can run in this run; create a fresh run from the same (or a corrected) plan.",
-                fresh_run=fresh_run(root, run_id, run["plan"]),
+                fresh_run=facts.fresh_run(),
             )
-        elif not definition["idempotent"] and (attempt.get("reconciliation") or {}).get("retrySafe") is not True:
-            add(
+        ]
+    if not definition["idempotent"] and (attempt.get("reconciliation") or {}).get("retrySafe") is not True:
+        outcome = f"'{attempt['execution']}'" if execution_ended else "'failed' (the work did not pass its checks)"
+        return [
+            facts.situation(
                 "retry-needs-reconcile",
-                f"{task_id}: failed; a retry needs a retry-safe reconciliation",
-                [known_attempt, f"The attempt ended: {failed_words}.", "The task is not idempotent."],
+                f"{facts.task_id}: {state}; a retry needs a retry-safe reconciliation",
+                [facts.known_attempt, f"The attempt ended: {ended_words}.", "The task is not idempotent."],
                 ["Is redoing this task's work harmless (no duplicated external effects)?"],
-                "Reconcile 'failed' with retry-safe ticked, then retry.",
+                f"Reconcile {outcome} with retry-safe ticked, then retry.",
                 next_action="reconcile",
                 then=[retry_action],
             )
-        else:
-            add(
-                "retry-ready",
-                f"{task_id}: failed; a retry is possible",
-                [
-                    known_attempt,
-                    f"The attempt ended: {failed_words}.",
-                    f"{len(task['attempts'])} of {definition['maxAttempts']} attempt(s) used.",
-                ],
-                ["Why did it fail? Fix the cause before the next attempt."],
-                "Retry: a new attempt starts from the current workspace.",
-                next_action=retry_action,
-            )
-    return found
+        ]
+    return [
+        facts.situation(
+            "retry-ready",
+            f"{facts.task_id}: {state}; a retry is possible",
+            [
+                facts.known_attempt,
+                f"The attempt ended: {ended_words}.",
+                f"{len(task['attempts'])} of {definition['maxAttempts']} attempt(s) used.",
+            ],
+            [f"{why} {before_next}"],
+            "Retry: a new attempt starts from the current workspace.",
+            next_action=retry_action,
+        )
+    ]
+
+
+# In the order they are asked: the first family a task is in decides its situations.
+_ATTEMPT_FAMILIES: tuple[Family, ...] = (
+    _accepted,
+    _receipt_uncollected,
+    _verification_running,
+    _heartbeat_stale,
+    _overdue,
+    _blocked,
+    _interrupted,
+    _evidence_stale,
+    _ended,
+)
 
 
 def _blocked_by_stale_dependency(

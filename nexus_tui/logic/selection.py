@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import TaskRow
+from nexus_core.store import EXECUTIONS, INTEGRATIONS, VERIFICATIONS
+
+from .model import STATE_ORDER, TaskRow
 
 
 @dataclass(frozen=True)
@@ -20,18 +23,61 @@ class Selection:
     inspection: Any = field(default=None, compare=False, repr=False)
 
 
-def parse_filter(text: str) -> list[tuple[str, str]]:
-    terms = []
+# Every word that state:WORD matches (TaskRow.flags): the derived flags, the task states
+# (spaces typed as "-"), then the stored execution, verification and acceptance values. The
+# parser refuses any other word and the help screen lists these.
+FILTER_STATES: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [
+            "stale",
+            "overdue",
+            "active",
+            "attention",
+            *(state.replace(" ", "-") for state in STATE_ORDER),
+            *EXECUTIONS,
+            *VERIFICATIONS,
+            *INTEGRATIONS,
+        ]
+    )
+)
+Term = tuple[str, str]  # (kind: "state", "task" or "text", lowercased value)
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    """The task filter as typed: the terms it applies and the state words it does not know."""
+
+    terms: tuple[Term, ...] = ()
+    unknown_states: tuple[str, ...] = ()  # not applied: a typo must not hide every task
+
+    @property
+    def problem(self) -> str | None:
+        """What to tell the operator about the unknown words, or None."""
+        if not self.unknown_states:
+            return None
+        words = ", ".join(f"state:{word}" for word in self.unknown_states)
+        return f"Unknown {words} (not applied). Valid states: {', '.join(FILTER_STATES)}."
+
+
+def parse_filter(text: str) -> TaskFilter:
+    terms: list[Term] = []
+    unknown: list[str] = []
     for token in text.split():
         kind, sep, value = token.partition(":")
-        if sep and kind.lower() in ("state", "task") and value:
-            terms.append((kind.lower(), value.lower()))
+        kind, value = kind.lower(), value.lower()
+        if sep and kind == "state" and value:
+            if value in FILTER_STATES:
+                terms.append((kind, value))
+            else:
+                unknown.append(value)
+        elif sep and kind == "task" and value:
+            terms.append((kind, value))
         else:
             terms.append(("text", token.lower()))
-    return terms
+    return TaskFilter(tuple(terms), tuple(unknown))
 
 
-def row_matches(row: TaskRow, terms: list[tuple[str, str]]) -> bool:
+def row_matches(row: TaskRow, terms: Iterable[Term]) -> bool:
     for kind, value in terms:
         if kind == "state":
             if value not in {word.lower() for word in row.flags()} and value.replace("-", " ") not in row.flags():

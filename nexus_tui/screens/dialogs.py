@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Checkbox, Input, Label, RadioButton, RadioSet, Static
 
 from nexus_core.terminal import terminal_safe
@@ -22,7 +22,7 @@ from nexus_core.terminal import terminal_safe
 from ..logic import operations
 from ..logic.operations import Choice, Line, Preview, Tick
 from ..widgets.render import plain
-from .base import NexusDialog
+from .base import DialogBody, ErrorLine, NexusDialog
 
 Display = Callable[[str], str]
 
@@ -57,7 +57,7 @@ class ActionDialog(NexusDialog[dict[str, Any] | None]):
         preview = self.preview
         with Vertical(id="dialog"):
             yield Static(plain(self.shown_text(preview.title)), id="dialog-title")
-            with VerticalScroll(id="dialog-body"):
+            with DialogBody(id="dialog-body"):
                 yield Label("What will change", classes="section")
                 yield Static(bullet_lines(preview.changes, self.shown_text), classes="statement")
                 if preview.cautions:
@@ -65,7 +65,7 @@ class ActionDialog(NexusDialog[dict[str, Any] | None]):
                 if preview.unavailable:
                     yield Static(plain(f"The core will probably refuse: {preview.unavailable}"), classes="unavailable")
                 yield from self.compose_fields()
-            yield Static("", id="dialog-error")
+            yield ErrorLine("", id="dialog-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button(
@@ -117,7 +117,7 @@ class ActionDialog(NexusDialog[dict[str, Any] | None]):
         yield Label(label, classes="field-label")
         yield Input(value=value, placeholder=placeholder, id=key)
 
-    def radio_field(self, key: str, label: str, choices: Iterable[str], default: str) -> ComposeResult:
+    def radio_field(self, key: str, label: str, choices: Iterable[str], default: str | None) -> ComposeResult:
         yield Label(label, classes="field-label")
         with RadioSet(id=key):
             for choice in choices:

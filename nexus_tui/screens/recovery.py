@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -24,7 +24,7 @@ from ..logic import recovery
 from ..logic.operations import OPERATIONS
 from ..logic.recovery import Situation
 from ..widgets.render import plain
-from .base import NexusDialog
+from .base import DialogBody, ErrorLine, NexusDialog
 from .dialogs import Display, bullet_lines
 
 
@@ -49,7 +49,7 @@ class RecoveryScreen(NexusDialog[str | None]):
         situation = self.situation
         with Vertical(id="dialog"):
             yield Static(plain(self.shown_text(situation.title)), id="dialog-title")
-            with VerticalScroll(id="dialog-body"):
+            with DialogBody(id="dialog-body"):
                 yield Label("What is known", classes="section")
                 yield Static(bullet_lines(situation.known, self.shown_text), classes="statement")
                 yield Label("What you must check", classes="section")
@@ -83,7 +83,7 @@ class RecoveryScreen(NexusDialog[str | None]):
                         )
                         yield Static(plain(self.shown_text(refusal)), classes="unavailable")
                     yield Static(plain(self.shown_text(advice.warning)), classes="caution")
-            yield Static("", id="dialog-error")
+            yield ErrorLine("", id="dialog-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Close", id="close")
                 if situation.command or (advice is not None and advice.plan is not None):

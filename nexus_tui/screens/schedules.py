@@ -156,7 +156,16 @@ class SchedulesScreen(ModalScreen[None]):
         return True if entry is not None and self.allows(entry) else None
 
     def allows(self, entry: actions.ActionSpec) -> bool:
-        return actions.gate(entry, self.read_only, Selection()) is True
+        return self.refusal(entry) is None
+
+    def refusal(self, entry: actions.ActionSpec) -> str | None:
+        return actions.refusal(entry, self.read_only, Selection())
+
+    def action_explain(self, action_id: str) -> None:
+        """The key of an action the gate refuses (its hidden second binding): say why."""
+        entry = actions.spec(action_id)
+        if entry is not None:
+            actions.notify_refusal(self, entry, self.refusal(entry))
 
     def action_schedule(self, action: str) -> None:
         if self.read_only:

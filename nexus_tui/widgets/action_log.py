@@ -1,16 +1,20 @@
 """The action log panel: every core call made from this session, with its input summary and
 its result (or the core's exact error). Entries arrive from ``operations.ActionLog``; a
-worker thread's append reaches the panel as a message, never by touching the widget."""
+worker thread's append reaches the panel as a message, never by touching the widget.
+
+A table row is one line (a long result is cut at the column's edge): the line under the table
+shows the selected entry's whole result, wrapped, so a refusal reads in full at 80 columns."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Label
+from textual.widgets import DataTable, Static
 
 from ..logic.operations import ActionLog, LogEntry
 from .render import plain, themed
@@ -18,14 +22,17 @@ from .render import plain, themed
 COLUMNS = ("time", "action", "target", "input", "result")
 
 
-class ActionLogPanel(Vertical):
-    """A table of log entries, newest last. Cells are plain Text (never markup)."""
+def result_text(entry: LogEntry) -> Text:
+    """The result as the log shows it, "ok: ..." or "refused: ...", in the core's own words (plain)."""
+    result = plain(entry.result, "" if entry.ok else themed("bold $error"))
+    if entry.ok:
+        return Text("ok: ", style=themed("$success")).append_text(result)
+    return Text("refused: ").append_text(result)
 
-    DEFAULT_CSS = """
-    ActionLogPanel { height: 10; border-top: solid $primary-darken-2; }
-    ActionLogPanel > Label { padding: 0 1; text-style: bold; }
-    ActionLogPanel > DataTable { height: 1fr; }
-    """
+
+class ActionLogPanel(Vertical):
+    """A table of log entries, newest last, and the selected entry's result in full. Cells are
+    plain Text (never markup)."""
 
     class EntryAdded(Message):
         def __init__(self, entry: LogEntry) -> None:
@@ -38,10 +45,11 @@ class ActionLogPanel(Vertical):
         self.shown = 0
 
     def compose(self) -> ComposeResult:
-        yield Label("Action log (this session)")
+        self.border_title = "Action log (this session)"
         table: DataTable[Any] = DataTable(cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
+        yield Static("", classes="log-result")
 
     def on_mount(self) -> None:
         self.action_log.listener = self._entry_added
@@ -58,17 +66,28 @@ class ActionLogPanel(Vertical):
     def sync(self) -> None:
         table = self.query_one(DataTable)
         entries = self.action_log.entries
-        for entry in entries[self.shown :]:
-            result = plain(entry.result, "" if entry.ok else themed("bold $error"))
+        for index, entry in enumerate(entries[self.shown :], start=self.shown):
             table.add_row(
                 plain(entry.at[11:19]),
                 plain(entry.action),
                 plain(entry.target, one_line=True),
                 plain(entry.inputs, one_line=True),
-                Text("ok: ", style=themed("$success")).append_text(result)
-                if entry.ok
-                else Text("refused: ").append_text(result),
+                result_text(entry),
+                key=str(index),
             )
         self.shown = len(entries)
         if entries:
             table.move_cursor(row=len(entries) - 1)
+            self.show_result(len(entries) - 1)
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self.show_result(int(event.row_key.value))
+
+    def show_result(self, index: int) -> None:
+        entries = self.action_log.entries
+        if 0 <= index < len(entries):
+            entry = entries[index]
+            line = Text.assemble((f"{entry.at[11:19]} {entry.action} ", "bold")).append_text(result_text(entry))
+            self.query_one(".log-result", Static).update(line)

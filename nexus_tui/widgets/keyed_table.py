@@ -26,6 +26,21 @@ class KeyedTable(DataTable[Any]):
         for key, label in self._columns_spec:
             self.add_column(label, key=key)
 
+    def use_columns(self, columns: Sequence[tuple[str, str]]) -> bool:
+        """Show these columns instead (the pane's compact form): the one time the table is
+        cleared; the caller puts every row again. False if they are the columns shown."""
+        columns = tuple(columns)
+        if columns == self._columns_spec:
+            return False
+        self._columns_spec = columns
+        self.column_keys = tuple(key for key, _ in columns)
+        if self.is_mounted:
+            self.clear(columns=True)
+            self.cells.clear()
+            for key, label in columns:
+                self.add_column(label, key=key)
+        return True
+
     def drop_missing(self, wanted: Container[str]) -> list[str]:
         """Remove the rows whose key is not wanted; returns their keys."""
         gone = [key for key in self.cells if key not in wanted]

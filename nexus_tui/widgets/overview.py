@@ -160,7 +160,9 @@ class OverviewPane(Vertical):
             # Same order: only the changed row's cells.
             cells = summary_cells(self.labels[changed], self.summaries.get(changed))
             for key, value in cells.items():
-                table.update_cell(str(changed), key, value)
+                # A wider value widens its column (one row per project: measuring is cheap),
+                # or "Needs an operator" is cut at the width of the first summary shown.
+                table.update_cell(str(changed), key, value, update_width=True)
             self.updates += 1
             return
         # Until the operator picks a row, the cursor stays on the most urgent project; after,

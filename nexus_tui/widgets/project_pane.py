@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -20,11 +20,8 @@ from ..logic.selection import Selection, parse_filter, row_matches
 from ..logic.session import ProjectSession
 from . import render
 from .keyed_table import KeyedTable
+from .status_bar import StatusBar
 from .task_detail import TaskDetail
-
-
-class StatusBar(Static):
-    pass
 
 
 class RunFocused(Message):
@@ -52,6 +49,9 @@ class ProjectPane(Vertical):
         self._run_locks: tuple[Any, ...] | None = None
         self._run_second = -1
         self._selection: tuple[tuple[Any, ...], Selection] | None = None
+        self.narrow = False  # under render.NARROW_COLUMNS: the detail below the tables
+        self.compact = False  # the tables narrower than render.FULL_COLUMNS_WIDTH: compact columns
+        self._filter_problem: str | None = None  # shown under the filter input
 
     # -- the session's facts, read by the tests and the app
     @property
@@ -85,9 +85,13 @@ class ProjectPane(Vertical):
                 )
                 filter_input.display = False
                 yield filter_input
+                # Why part of the filter is not applied (an unknown state:WORD), shown under it.
+                problem = Static("", id=f"filter-problem-{self.index}", classes="filter-problem")
+                problem.display = False
+                yield problem
                 yield KeyedTable(render.TASK_COLUMNS, id=f"tasks-{self.index}", classes="tasks")
             yield TaskDetail(self.index)
-        yield StatusBar(Text("loading…", style="dim"), classes="status", id=f"status-{self.index}")
+        yield StatusBar(self.session, self.display_path, id=f"status-{self.index}")
 
     # -- handy queries
     @property
@@ -171,12 +175,35 @@ class ProjectPane(Vertical):
             self._sync_detail(now, times_only=True)
             self.sync_status(now)
 
+    # -- the compact forms (80 to 160 columns)
+    def on_resize(self, event: events.Resize) -> None:
+        width = event.size.width
+        below = width < render.NARROW_COLUMNS
+        # The tables get the whole width with the detail below, else 3/5 of it (.left 3fr, .detail 2fr).
+        tables = width if below else width * 3 // 5
+        self.use_layout(narrow=below, compact=tables < render.FULL_COLUMNS_WIDTH)
+
+    def use_layout(self, *, narrow: bool, compact: bool) -> None:
+        """``narrow``: the detail pane below the tables and a shorter status bar. ``compact``:
+        the tables' compact columns (what decides the next step first, values as glyphs)."""
+        if (narrow, compact) == (self.narrow, self.compact):
+            return
+        self.narrow, self.compact = narrow, compact
+        self.set_class(narrow, "-narrow")
+        self.query_one(f"#status-{self.index}", StatusBar).narrow = narrow
+        self.runs.use_columns(render.run_columns(compact))
+        self.tasks.use_columns(render.task_columns(compact))
+        self._run_views.clear()
+        self._task_rows.clear()
+        if self.session.snapshot is not None:
+            self.apply(self.session.snapshot, now_ms())
+
     def _sync_runs(self, now: int, retime: bool = False) -> None:
         """``retime`` (the 1 s tick): recompute the age cells of unchanged runs too; a
         scan-driven update touches only the runs that changed, whatever the clock says."""
         assert self.session.snapshot is not None
         table = self.runs
-        cursor = table.cursor_key()
+        cursor = table.cursor_key() if table.cells else self.session.run_id
         wanted = {view.run_id: view for view in self.session.snapshot.runs}
         for gone in table.drop_missing(wanted):
             self._run_views.pop(gone, None)
@@ -191,7 +218,7 @@ class ProjectPane(Vertical):
             if same_moment and self._run_views.get(view.run_id) is view and view.run_id in table.cells:
                 continue
             self._run_views[view.run_id] = view
-            added |= table.put(view.run_id, render.run_cells(view, self.session.snapshot, now))
+            added |= table.put(view.run_id, render.run_cells(view, self.session.snapshot, now, self.compact))
         if added or self.session.run_sort[0]:
             order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
             column, reverse = self.session.run_sort
@@ -210,10 +237,11 @@ class ProjectPane(Vertical):
         table = self.tasks
         view = self.current_view()
         rows = view.rows if view else ()
-        terms = parse_filter(self.session.filter_text)
-        visible = [row for row in rows if row_matches(row, terms)]
+        task_filter = parse_filter(self.session.filter_text)
+        self._show_filter_problem(task_filter.problem)
+        visible = [row for row in rows if row_matches(row, task_filter.terms)]
         wanted = {row.task_id: row for row in visible}
-        cursor = table.cursor_key()
+        cursor = table.cursor_key() if table.cells else self.session.task_id
         for gone in table.drop_missing(wanted):
             self._task_rows.pop(gone, None)
         added = False
@@ -226,7 +254,7 @@ class ProjectPane(Vertical):
         for row in visible:
             if same_second and self._task_rows.get(row.task_id) == row and row.task_id in table.cells:
                 continue
-            added |= table.put(row.task_id, render.task_cells(row, now))
+            added |= table.put(row.task_id, render.task_cells(row, now, self.compact))
             self._task_rows[row.task_id] = row
         if added or self.session.task_sort[0]:
             plan_index = {row.task_id: i for i, row in enumerate(rows)}
@@ -253,22 +281,25 @@ class ProjectPane(Vertical):
             )
         self.query_one(f"#tasks-title-{self.index}", Static).update(title)
 
+    def _show_filter_problem(self, problem: str | None) -> None:
+        widget = self.query_one(f"#filter-problem-{self.index}", Static)
+        if problem != self._filter_problem:
+            self._filter_problem = problem
+            widget.update(render.plain(problem or "", render.themed("$warning")))
+            widget.display = problem is not None
+
     def _sync_detail(self, now: int, times_only: bool = False) -> None:
         self.query_one(TaskDetail).sync(self.session, now, self.display_path, times_only=times_only)
 
     def sync_status(self, now: int) -> None:
         read_only = self.read_only or not any(entry.mutating for entry in actions.REGISTRY)
-        directory = self.session.snapshot.root if self.session.snapshot else None
-        label = self.display_path(directory or self.session.directory)
-        self.query_one(f"#status-{self.index}", StatusBar).update(
-            render.status_text(
-                self.session.snapshot, now, self.following, read_only, label, pending=self.session.pending is not None
-            )
-        )
+        self.query_one(f"#status-{self.index}", StatusBar).sync(now, following=self.following, read_only=read_only)
 
     # -- events
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row != event.data_table.cursor_row:
+            return  # stale: the cursor moved on since (a column switch clears, then restores it)
         key = event.row_key.value
         now = now_ms()
         if event.data_table is self.runs:
@@ -300,7 +331,7 @@ class ProjectPane(Vertical):
             self._sync_tasks(now_ms())
 
     def cycle_sort(self, table: DataTable[Any]) -> None:
-        columns = [key for key, _ in (render.RUN_COLUMNS if table is self.runs else render.TASK_COLUMNS)]
+        columns = list(table.column_keys) if isinstance(table, KeyedTable) else []
         current = (self.session.run_sort if table is self.runs else self.session.task_sort)[0]
         following = columns[(columns.index(current) + 1) % len(columns)] if current in columns else columns[0]
         self.sort_by(table, following, reverse=False)

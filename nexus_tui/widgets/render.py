@@ -136,6 +136,14 @@ def progress_cell(view: RunView, width: int = 8) -> Text:
     return bar
 
 
+def compact_progress_cell(view: RunView) -> Text:
+    """The count alone (the bar takes 8 more columns). Never wider than the count: a column only
+    grows, so a wide "loading…" would keep the column wide after it (whenever it was drawn)."""
+    if view.loading:
+        return Text("…", style="dim italic")
+    return Text(f"{view.count('accepted')}/{view.total}") if view.total else progress_cell(view)
+
+
 def states_cell(view: RunView) -> Text:
     text = Text()
     for state, count in view.counts:
@@ -156,11 +164,11 @@ def lock_badge(snapshot: ProjectSnapshot) -> Text:
     return Text("held", style=themed("$warning"))
 
 
-def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int) -> dict[str, Text]:
+def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int, compact: bool = False) -> dict[str, Text]:
     run_label = plain(view.run_id, "bold")
     return {
         "run": run_label,
-        "progress": progress_cell(view),
+        "progress": compact_progress_cell(view) if compact else progress_cell(view),
         "states": states_cell(view),
         "stale": Text(str(view.stale), style=themed("bold $error")) if view.stale else Text("0", style="dim"),
         "overdue": Text(str(view.overdue), style=themed("bold $error")) if view.overdue else Text("0", style="dim"),
@@ -196,15 +204,70 @@ TASK_COLUMNS = (
 )
 
 
-def task_cells(row: TaskRow, now: int) -> dict[str, Text]:
+# Under NARROW_COLUMNS the detail pane goes below the tables. Tables narrower than
+# FULL_COLUMNS_WIDTH take their compact columns: those that decide what to do first (the task's
+# state, Accept, Tries, Stale, Overdue), values as glyphs, the rest after.
+NARROW_COLUMNS = 120
+FULL_COLUMNS_WIDTH = 96
+COMPACT_TASK_COLUMNS = (
+    ("task", "Task"),
+    ("acceptance", "Acc"),
+    ("attempts", "Tries"),
+    ("stale", "Stale"),
+    ("overdue", "Overdue"),
+    ("execution", "Exe"),
+    ("verification", "Ver"),
+    ("depends", "Depends on"),
+    ("observed", "Observed"),
+)
+COMPACT_RUN_COLUMNS = (
+    ("run", "Run"),
+    ("progress", "Acc"),
+    ("stale", "Stale"),
+    ("overdue", "Overdue"),
+    ("lock", "Lock"),
+    ("states", "States"),
+    ("load", "File"),
+    ("updated", "Updated"),
+)
+# A value's glyph in the compact forms (the help's legend lists the task states' glyphs).
+VALUE_GLYPH = {
+    "completed": "✔",
+    "passed": "✔",
+    "accepted": "✔",
+    "failed": "✗",
+    "rejected": "✗",
+    "running": "▶",
+    "pending": "·",
+    "ambiguous": "?",
+    "cancelled": "⊗",
+    "blocked": "■",
+    NOT_STARTED: "·",
+}
+
+
+def task_columns(compact: bool) -> tuple[tuple[str, str], ...]:
+    return COMPACT_TASK_COLUMNS if compact else TASK_COLUMNS
+
+
+def run_columns(compact: bool) -> tuple[tuple[str, str], ...]:
+    return COMPACT_RUN_COLUMNS if compact else RUN_COLUMNS
+
+
+def glyph_cell(value: str) -> Text:
+    return Text(VALUE_GLYPH.get(value, value[:3]), style=value_style(value, ""))
+
+
+def task_cells(row: TaskRow, now: int, compact: bool = False) -> dict[str, Text]:
     task = Text(GLYPH.get(row.state, " ") + " ", style=state_style(row.state, ""))
     task.append(plain(row.task_id, "bold" if row.state not in (NOT_STARTED,) else ""))
+    value = glyph_cell if compact else value_cell
     return {
         "task": task,
         "depends": plain(", ".join(row.depends_on) if row.depends_on else "—", "" if row.depends_on else "dim"),
-        "execution": value_cell(row.execution),
-        "verification": value_cell(row.verification),
-        "acceptance": value_cell(row.acceptance),
+        "execution": value(row.execution),
+        "verification": value(row.verification),
+        "acceptance": value(row.acceptance),
         "attempts": Text(
             f"{row.attempts_used}/{row.max_attempts}",
             style=themed("bold $error") if row.max_attempts and row.attempts_used >= row.max_attempts else "",
@@ -572,19 +635,21 @@ def _ms(ms: int) -> str:
 # ----------------------------------------------------------------- status bar
 
 
-def lock_text(lock: LockView, now: int) -> Text:
+def lock_text(lock: LockView, now: int, narrow: bool = False) -> Text:
+    """``narrow``: without the owner's pid, host and age (the detail and the guide show them)."""
     text = Text(f"{lock.name} ", style="bold")
     if not lock.present:
         text.append("free", style=themed("$success"))
         return text
     text.append("HELD", style=themed("bold $warning") if lock.alive is not False else themed("bold $error"))
     if lock.fingerprint:
-        text.append(plain(f" {lock.fingerprint[:12]}", themed("$primary-lighten-2")))
+        text.append(plain(f" {lock.fingerprint[: 8 if narrow else 12]}", themed("$primary-lighten-2")))
     if lock.unreadable:
         text.append(" (owner unreadable)", style=themed("$error"))
     else:
-        text.append(plain(f" pid {lock.pid}@{lock.host}"))
-        text.append(f" {age_text(lock.created_at, now)}", style="dim")
+        if not narrow:
+            text.append(plain(f" pid {lock.pid}@{lock.host}"))
+            text.append(f" {age_text(lock.created_at, now)}", style="dim")
         if lock.alive is True:
             text.append(" owner alive", style=themed("$warning"))
         elif lock.alive is False:
@@ -606,25 +671,36 @@ def status_text(
     read_only: bool,
     project_label: str,
     pending: bool = False,
+    narrow: bool = False,
 ) -> Text:
+    """Two lines: the project and its locks, then freshness, follow and mode. ``narrow`` (80
+    columns): the locks first, each on its own line, then the project with the rest, in short words."""
     text = Text()
-    text.append(plain(project_label, "bold"))
+    if not narrow:
+        text.append(plain(project_label, "bold"))
     if snapshot is None:
+        text.append(plain(project_label, "bold") if narrow else "")
         text.append("  loading…", style="dim")
         return text
     if snapshot.error:
-        text.append("  ⚠ ", style=themed("bold $error"))
+        text.append("⚠ " if narrow else "  ⚠ ", style=themed("bold $error"))
         text.append(plain(snapshot.error, themed("$error")))
-    text.append("  │  ")
-    text.append(lock_text(snapshot.writer_lock, now))
-    text.append("  │  ")
-    text.append(lock_text(snapshot.recovery_lock, now))
+        text.append("\n" if narrow else "")
+    separator = "\n" if narrow else "  │  "
+    if not narrow:
+        text.append(separator)
+    text.append(lock_text(snapshot.writer_lock, now, narrow))
+    text.append(separator)
+    text.append(lock_text(snapshot.recovery_lock, now, narrow))
     if snapshot.stray_temp_files:
         text.append(f"  │  {snapshot.stray_temp_files} stray temp file(s)", style=themed("$warning"))
     text.append("\n")
     if snapshot.recovery_lock.hint:
         text.append(plain(snapshot.recovery_lock.hint, themed("$warning")))
         text.append("\n")
+    if narrow:
+        text.append(plain(project_label, "bold"))
+        text.append("  │  ")
     seconds = max(0, now - snapshot.scanned_at_ms) // 1000
     text.append(f"updated {seconds} s ago", style="dim")
     text.append("  │  ")
@@ -635,5 +711,10 @@ def status_text(
         if pending:
             text.append(" (changes waiting)", style=themed("$warning"))
     text.append("  │  ")
-    text.append("read-only: watching writes nothing" if read_only else "actions enabled (each asks first)", style="dim")
+    if narrow:
+        text.append("read-only" if read_only else "actions on", style="dim")
+    else:
+        text.append(
+            "read-only: watching writes nothing" if read_only else "actions enabled (each asks first)", style="dim"
+        )
     return text

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static, Tree
 
-from nexus_core import engine
+from nexus_core import engine, timeutil
 from nexus_tui.app import NexusApp
 from nexus_tui.logic.demo import FIXED_START, DemoInfo, build_demo
 
@@ -33,6 +34,37 @@ def frozen_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoInfo:
 CHECK = (
     "import sys\ntext = open(sys.argv[1]).read()\nprint('checked', sys.argv[1])\nsys.exit(0 if 'ok' in text else 1)\n"
 )
+
+
+def demo_app_factory(demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], NexusApp]:
+    """Apps on the frozen demo for snapshots: its clock frozen a minute after it was built, this
+    host named as the demo's, the interpreter's version and the temporary parent hidden."""
+    monkeypatch.setattr("nexus_core.hostinfo.hostname", lambda: DEMO_HOST)
+    monkeypatch.setattr(
+        "nexus_tui.widgets.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path))
+    )
+    frozen = demo.finished_at + 60
+    timeutil.set_clock(lambda: frozen)
+    parent = os.path.dirname(demo.directory)
+
+    def make() -> NexusApp:
+        return quiet_app([demo.directory], display_path=lambda path: path.replace(parent, "~"))
+
+    return make
+
+
+def then(*steps: Callable[[Pilot[None]], Awaitable[None]]) -> Callable[[Pilot[None]], Awaitable[None]]:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await asyncio.wait_for(pilot.app.loaded.wait(), 60)  # type: ignore[attr-defined]
+        # The focused run's full inspection arrives from the scanner after "loaded": wait for it,
+        # or a screen drawn over the detail pane (help) can catch that pane half filled.
+        await select(pilot, pilot.app.pane.run_id)  # type: ignore[attr-defined]
+        await pilot.pause()
+        for step in steps:
+            await step(pilot)
+        await pilot.pause()
+
+    return run_before
 
 
 def quiet_app(directories: list[str], **options: Any) -> NexusApp:

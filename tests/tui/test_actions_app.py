@@ -35,6 +35,7 @@ from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 SIZE = (130, 40)
 # The main screen's mutating entries (the schedules panel's are tested in test_schedule_panel).
 MUTATING = [entry for entry in actions.REGISTRY if entry.mutating and entry.screen == actions.MAIN]
+READ_ONLY_WORDS = actions.refused_words(actions.READ_ONLY_REFUSAL)
 
 
 def _errors(app: NexusApp) -> list[str]:
@@ -215,9 +216,13 @@ async def test_read_only_leaves_no_mutating_action_reachable(tmp_path: Path) -> 
                     await pilot.press(key)
                     await pilot.pause()
                     assert app.screen is app.screen_stack[0], (entry.id, key)
-            # By palette: no mutating action is offered.
-            offered = {command.title for command in app.get_system_commands(app.screen)}
+            # By palette: no mutating action is offered (listed); a search finds each one
+            # saying why it is unavailable, and choosing it only says so again.
+            commands = list(app.get_system_commands(app.screen))
+            offered = {command.title for command in commands if command.discover}
             assert not offered & {entry.label for entry in MUTATING}
+            refused = {command.title for command in commands if command.help == READ_ONLY_WORDS}
+            assert {entry.label for entry in MUTATING} <= refused
             # By mouse: footer keys of mutating actions are disabled and clicking does nothing.
             for footer_key in app.query(FooterKey):
                 if actions.spec(footer_key.action) in MUTATING:
@@ -240,6 +245,11 @@ async def test_read_only_leaves_no_mutating_action_reachable(tmp_path: Path) -> 
     assert tree_fingerprint(str(root)) == before
 
 
+def _offered(app: NexusApp) -> set[str]:
+    """The palette's list (what it shows before a search)."""
+    return {command.title for command in app.get_system_commands(app.screen) if command.discover}
+
+
 async def test_the_palette_offers_only_actions_valid_for_the_selection(tmp_path: Path) -> None:
     root = make_project(tmp_path, [task_plan("a"), task_plan("b")])
     start(root, "b")
@@ -247,10 +257,10 @@ async def test_the_palette_offers_only_actions_valid_for_the_selection(tmp_path:
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
-        offered = {command.title for command in app.get_system_commands(app.screen)}
+        offered = _offered(app)
         assert "Start" in offered and not {"Record", "Verify", "Accept", "Reconcile"} & offered
         await select(pilot, "demo", "b")
-        offered = {command.title for command in app.get_system_commands(app.screen)}
+        offered = _offered(app)
         assert {"Record", "Reconcile", "Cancel attempt"} <= offered and not {"Start", "Accept"} & offered
 
 

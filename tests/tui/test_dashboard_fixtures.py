@@ -32,7 +32,7 @@ async def test_every_task_of_a_fixture_matches_inspect(tmp_path, name: str) -> N
     frozen = time.time()  # the ages in the table and the detail are taken at one instant
     timeutil.set_clock(lambda: frozen)
     app = quiet_app([root])
-    async with app.run_test(size=(140, 45)) as pilot:
+    async with app.run_test(size=(170, 45)) as pilot:
         await loaded(app, pilot)
         await _check_project(app, pilot, root)
 
@@ -42,7 +42,7 @@ async def test_several_projects_side_by_side(tmp_path) -> None:
     names = FIXTURE_NAMES[:3]
     roots = [str(relocate(name, tmp_path)) for name in names]
     app = quiet_app(roots)
-    async with app.run_test(size=(140, 45)) as pilot:
+    async with app.run_test(size=(170, 45)) as pilot:
         await loaded(app, pilot)
         for index, root in enumerate(roots):
             if index:

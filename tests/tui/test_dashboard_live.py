@@ -38,7 +38,7 @@ __all__ = ["frozen_demo"]  # the shared session fixture
 async def test_watcher_shows_a_rewritten_run_file_and_keeps_the_cursor(tmp_path: Path) -> None:
     root = small_project(tmp_path / "p")
     app = quiet_app([root], watch=True)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         await select(pilot, "live", "t2")
@@ -61,7 +61,7 @@ async def test_watcher_shows_a_rewritten_run_file_and_keeps_the_cursor(tmp_path:
 async def test_poll_mode_alone_picks_up_changes(tmp_path: Path) -> None:
     root = small_project(tmp_path / "p")
     app = quiet_app([root], poll=True, watch=False, rescan_seconds=0.2)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         engine.start_task(root, "live", "t2", {"backend": HOST})
         await eventually(pilot, lambda: cell(app.pane.tasks, "t2", "execution") == "running")
@@ -70,7 +70,7 @@ async def test_poll_mode_alone_picks_up_changes(tmp_path: Path) -> None:
 async def test_editing_an_accepted_artifact_turns_the_task_stale(tmp_path: Path) -> None:
     root = str(relocate("walkthrough", tmp_path))
     app = quiet_app([root], watch=True)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         await select(pilot, "example", "result")
@@ -85,12 +85,32 @@ async def test_editing_an_accepted_artifact_turns_the_task_stale(tmp_path: Path)
         assert cell(pane.runs, "example", "stale") == "1"
 
 
+async def test_a_file_with_a_non_utf8_name_is_seen_by_the_watcher_like_any_other(tmp_path: Path) -> None:
+    """watchfiles stops with an error on a path it cannot decode: the dashboard treats that as
+    a change in the watched scopes (rescan, watch again at once), never as a failure to back
+    off from (which left STALE to the restart 2 s later, or to the periodic rescan)."""
+    root = str(relocate("walkthrough", tmp_path))
+    app = quiet_app([root], watch=True)  # no tick, no periodic rescan: only the watcher scans
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        pane = app.pane
+        await select(pilot, "example", "result")
+        await eventually(pilot, lambda: any(p.endswith("/work") for p in pane.session.scope_paths))
+        bad = os.path.join(os.fsencode(root), b"work", b"bad-\xff.txt")
+        with open(bad, "wb") as handle:
+            handle.write(b"not in the evidence\n")
+        await eventually(pilot, lambda: cell(pane.tasks, "result", "stale") == "STALE")
+        os.unlink(bad)
+        await eventually(pilot, lambda: cell(pane.tasks, "result", "stale") == "—")
+        assert app.watch_backoffs == 0  # no watcher failure, no wait before watching again
+
+
 async def test_a_broken_run_file_keeps_its_last_good_view_flagged(tmp_path: Path) -> None:
     root = small_project(tmp_path / "p")
     state = Path(root, ".bmad-plus/nexus/runs/live.json")
     good = state.read_bytes()
     app = quiet_app([root], watch=True)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         await select(pilot, "live", "t1")
@@ -114,7 +134,7 @@ async def test_watching_writes_nothing(tmp_path: Path, frozen_demo: DemoInfo) ->
     core.add_schedule(second, core.NewSchedule("live", "every", "1h", "UTC"), time_ms())  # watched too
     before = tree_fingerprint(root), tree_fingerprint(second)
     app = quiet_app([root, second], watch=True, tick=True, rescan_seconds=1.0)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         for keys in (
             ["down", "tab", "down", "s", "S"],
@@ -139,7 +159,7 @@ async def test_the_tick_turns_a_running_attempt_overdue_without_any_file_change(
     clock = [time.time()]
     timeutil.set_clock(lambda: clock[0])
     app = quiet_app([root], tick=True)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         assert cell(pane.tasks, "t1", "overdue") == "—"

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.asyncio
 async def test_keys_move_between_runs_and_tasks_and_the_detail_follows(tmp_path: Path) -> None:
     root = str(relocate("inventory", tmp_path))
     app = quiet_app([root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         assert app.focused is pane.runs
@@ -59,7 +59,7 @@ async def test_keys_move_between_runs_and_tasks_and_the_detail_follows(tmp_path:
 async def test_filter_by_state_task_and_free_text(tmp_path: Path) -> None:
     root = str(relocate("lifecycle-mix", tmp_path))
     app = quiet_app([root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         every = row_keys(pane.tasks)
@@ -90,7 +90,7 @@ async def test_filter_by_state_task_and_free_text(tmp_path: Path) -> None:
 async def test_sort_cycles_columns_reverses_and_keeps_the_cursor_row(tmp_path: Path) -> None:
     root = str(relocate("lifecycle-mix", tmp_path))
     app = quiet_app([root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         plan_order = row_keys(pane.tasks)
@@ -112,7 +112,7 @@ async def test_sort_cycles_columns_reverses_and_keeps_the_cursor_row(tmp_path: P
 async def test_copy_help_palette_and_the_read_only_gate(tmp_path: Path) -> None:
     root = str(relocate("locks", tmp_path))
     app = quiet_app([root], read_only=True)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         await pilot.press("c")
@@ -143,10 +143,10 @@ async def test_copy_help_palette_and_the_read_only_gate(tmp_path: Path) -> None:
         actions.register(mutating)
         try:
             assert app.check_action("demo_mutation", ()) is None
-            assert "Demo mutation" not in {c.title for c in app.get_system_commands(app.screen)}
+            assert "Demo mutation" not in {c.title for c in app.get_system_commands(app.screen) if c.discover}
             app.read_only = False
             assert app.check_action("demo_mutation", ()) is True
-            assert "Demo mutation" in {c.title for c in app.get_system_commands(app.screen)}
+            assert "Demo mutation" in {c.title for c in app.get_system_commands(app.screen) if c.discover}
         finally:
             actions.REGISTRY.remove(mutating)
 
@@ -154,7 +154,7 @@ async def test_copy_help_palette_and_the_read_only_gate(tmp_path: Path) -> None:
 async def test_pause_freezes_the_view_until_resumed(tmp_path: Path) -> None:
     root = small_project(tmp_path / "p")
     app = quiet_app([root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
         await pilot.press("p")
@@ -173,7 +173,7 @@ async def test_untrusted_text_is_shown_literally_never_as_markup(tmp_path: Path)
     summary = "[bold red]boom[/] [link=http://x]click[/link] \x1b[31m"
     finish(root, "live", "t1", summary=summary, accept=False)
     app = quiet_app([root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         await select(pilot, "live", "t1")
         text = detail_text(app)
@@ -186,7 +186,7 @@ async def test_a_sorted_table_sorts_by_model_values_across_partial_updates(tmp_p
     # row and keeps the others, the next sort still finds every row (it once raised KeyError).
     root = small_project(tmp_path / "p", tasks=4)
     app = quiet_app([root])
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         await select(pilot, "live", "t1")
         pane = app.pane

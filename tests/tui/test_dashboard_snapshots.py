@@ -10,16 +10,13 @@ accept: `pytest tests/tui/test_dashboard_snapshots.py --snapshot-update`, then o
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from dashboard_kit import DEMO_HOST, frozen_demo, quiet_app, select
+from dashboard_kit import demo_app_factory, frozen_demo, select, then
 from textual.pilot import Pilot
 
-from nexus_core import timeutil
 from nexus_tui.logic.demo import DemoInfo
 
 SIZE = (170, 46)
@@ -28,32 +25,7 @@ __all__ = ["frozen_demo"]  # a session fixture shared with the demo tests
 
 @pytest.fixture
 def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
-    monkeypatch.setattr("nexus_core.hostinfo.hostname", lambda: DEMO_HOST)
-    monkeypatch.setattr(
-        "nexus_tui.widgets.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path))
-    )
-    frozen = frozen_demo.finished_at + 60
-    timeutil.set_clock(lambda: frozen)
-    parent = os.path.dirname(frozen_demo.directory)
-
-    def make() -> Any:
-        return quiet_app([frozen_demo.directory], display_path=lambda path: path.replace(parent, "~"))
-
-    return make
-
-
-def then(*steps: Callable[[Pilot[None]], Awaitable[None]]) -> Callable[[Pilot[None]], Awaitable[None]]:
-    async def run_before(pilot: Pilot[None]) -> None:
-        await asyncio.wait_for(pilot.app.loaded.wait(), 60)  # type: ignore[attr-defined]
-        # The focused run's full inspection arrives from the scanner after "loaded": wait for it,
-        # or a screen drawn over the detail pane (help) can catch that pane half filled.
-        await select(pilot, pilot.app.pane.run_id)  # type: ignore[attr-defined]
-        await pilot.pause()
-        for step in steps:
-            await step(pilot)
-        await pilot.pause()
-
-    return run_before
+    return demo_app_factory(frozen_demo, monkeypatch)
 
 
 def test_overview_with_a_stale_accepted_task(snap_compare: Any, demo_app: Callable[[], Any]) -> None:

@@ -265,6 +265,7 @@ async def test_recovery_screen_next_step_opens_the_dialog(tmp_path: Path) -> Non
         assert isinstance(app.screen, ActionDialog) and app.screen.preview.action == "reconcile"
         _set(app, summary="gone")
         app.screen.query_one("#owner_stopped", Checkbox).value = True
+        await pilot.click("#outcome-failed")  # no outcome is preselected (issue 13 item 2)
         await pilot.click("#confirm")
         await _settle(app, pilot)
         assert latest(root, "a")["execution"] == "failed"

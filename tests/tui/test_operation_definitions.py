@@ -4,12 +4,15 @@ the help screen, the dialog, the recovery button and the long-action flow each c
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from rich.text import Text
 from textual.app import App
 from textual.widgets import Button, Checkbox, Input, RadioSet, Static
 
 from nexus_core.actions import MUTATIONS
+from nexus_core.preconditions import FACT_WORDS, READS
 from nexus_tui import actions
 from nexus_tui.app import NexusApp
 from nexus_tui.logic.operations import (
@@ -21,6 +24,7 @@ from nexus_tui.logic.operations import (
     Preview,
     Seen,
     Tick,
+    differences,
 )
 from nexus_tui.logic.recovery import Situation
 from nexus_tui.screens.dialogs import ActionDialog
@@ -120,3 +124,28 @@ async def test_the_help_screen_lists_every_bound_action_from_its_definition() ->
         for operation in OPERATIONS.values():
             if operation.in_registry:
                 assert operation.label in shown and operation.help in shown
+
+
+@pytest.mark.parametrize("name", list(OPERATIONS))
+def test_every_fact_the_cores_check_reads_is_compared_at_confirm(name: str) -> None:
+    """Issue 13 item 4: for every action, each fact its core check reads
+    (nexus_core.preconditions.READS, which test_precondition_reads proves complete), its latest
+    attempt and each identity it names is compared at confirm: a change of any one of them is
+    caught, and named."""
+    operation = OPERATIONS[name]
+    if operation.per_task:
+        assert name in READS
+        assert {"attempt", *READS[name]} <= set(operation.compared_facts)
+    else:
+        assert operation.compared_facts == ()
+    if name == "recover-lock":  # the core's recover_lock reads writer.lock's hash and recovery.lock
+        assert set(operation.compared) == {"lock_hash", "recovery_lock_hash"}
+    opened = Seen(facts=dict.fromkeys(FACT_WORDS, "before"))
+    for fact in operation.compared_facts:
+        now = Seen(facts={**opened.facts, fact: "after"})
+        assert differences(operation, opened, now) == [f"{FACT_WORDS[fact]}: before -> after"], fact
+    for identity in operation.compared:
+        now = replace(opened, **{identity: "after"})
+        changed = differences(operation, opened, now)
+        assert len(changed) == 1 and changed[0].endswith(": none -> after"), identity
+    assert differences(operation, opened, replace(opened)) == []

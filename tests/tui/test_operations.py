@@ -253,7 +253,8 @@ def test_actions_reported_unavailable_are_refused_by_the_core(tmp_path: Path, st
     _drive(root, state)
     run = ops.load_run(str(root), "demo")
     for action in HOST_ACTIONS:
-        if ops.unavailable_reason(action, run, "a") is None:
+        # The mirror of the core's refusal (what the dashboard withholds on top, the core accepts).
+        if ops.OPERATIONS[action].core_refusal(ops.Target(str(root), run, "a")) is None:
             continue
         before = tree_digest(root)
         attempt = run["tasks"][0]["attempts"][-1] if run["tasks"][0]["attempts"] else {"id": None}
@@ -268,3 +269,19 @@ def test_actions_reported_unavailable_are_refused_by_the_core(tmp_path: Path, st
         with pytest.raises(NexusError):
             mutations.call(action, str(root), "demo", "a", options)  # the CLI's and the dashboard's table
         assert tree_digest(root) == before, action
+
+
+def test_recover_lock_names_a_recovery_lock_that_appeared_under_the_dialog(tmp_path: Path) -> None:
+    """The core's recover_lock reads recovery.lock too: one appearing while the dialog is open is
+    named at confirm (issue 13 item 4), not left to the core's refusal."""
+    from tui_actions_support import write_dead_recovery_lock
+
+    root = make_project(tmp_path)
+    lock_hash = write_dead_writer_lock(root)
+    preview = ops.preview(str(root), "recover-lock")
+    write_dead_recovery_lock(root)
+    before = tree_digest(root)
+    values = {"note": "owner gone", "owner_stopped": True, "typed": lock_hash[:8]}
+    with pytest.raises(ops.TargetChanged, match=r"changed while the dialog was open \(recovery.lock: none -> "):
+        ops.execute(preview, values, ops.ActionLog())
+    assert tree_digest(root) == before

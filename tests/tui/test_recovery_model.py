@@ -418,3 +418,59 @@ def test_a_plan_file_is_never_saved_where_others_can_write_or_through_a_symlink(
     with pytest.raises(recovery.PlanFileExists):
         recovery.save_fresh_plan(advice, str(private / "link.json"))
     assert not (tmp_path / "elsewhere.json").exists()
+
+
+def _cancelled(root: Path, task: str) -> None:
+    start(root, task)
+    engine.cancel_task(str(root), "demo", task, {"reason": "operator stop"})
+    attempt = latest(root, task)
+    reconcile = {"attemptId": attempt["id"], "backend": HOST, "outcome": "cancelled", "ownerStopped": True}
+    engine.reconcile_attempt(str(root), "demo", task, {**reconcile, "summary": "stopped", "retrySafe": False})
+
+
+def _words(situation: recovery.Situation) -> str:
+    return "\n".join([situation.title, *situation.known, *situation.checks, situation.next_step])
+
+
+def test_the_guide_of_an_ended_attempt_names_its_real_state(tmp_path: Path) -> None:
+    """Issue 13 item 3: a cancelled attempt is never called failed (title, checks, next step);
+    a failed one and a failed verification say so."""
+    tasks = [
+        task_plan("cancelled"),
+        task_plan("spent", maxAttempts=1),
+        task_plan("unsafe", idempotent=False),
+        task_plan("failed"),
+        task_plan("rejected"),
+    ]
+    root = make_project(tmp_path, tasks)
+    for task in ("cancelled", "spent", "unsafe"):
+        _cancelled(root, task)
+    start(root, "failed")
+    record(root, "failed", "failed")
+    start(root, "rejected")
+    write_result(root, "rejected", "no\n")
+    record(root, "rejected")
+    engine.verify_task(str(root), "demo", "rejected")
+    situations = {s.task_id: s for s in recovery.classify_project(str(root))}
+    kinds = {task: s.kind for task, s in situations.items()}
+    assert kinds == {
+        "cancelled": "retry-ready",
+        "spent": "budget-spent",
+        "unsafe": "retry-needs-reconcile",
+        "failed": "retry-ready",
+        "rejected": "retry-ready",
+    }
+    for task in ("cancelled", "spent", "unsafe"):
+        words = _words(situations[task])
+        assert "fail" not in words.lower(), words
+        assert f"{task}: cancelled" in situations[task].title
+        assert "execution cancelled" in words
+    assert situations["cancelled"].checks == ["Why was it cancelled? Settle that before the next attempt."]
+    assert "Reconcile 'cancelled' with retry-safe ticked" in situations["unsafe"].next_step
+    failed = situations["failed"]
+    assert failed.title == "failed: failed; a retry is possible"
+    assert failed.checks == ["Why did it fail? Fix the cause before the next attempt."]
+    rejected = situations["rejected"]
+    assert rejected.title == "rejected: verification failed; a retry is possible"
+    assert "verification failed" in rejected.known[1]
+    assert rejected.checks[0].startswith("Why did its verification fail?")

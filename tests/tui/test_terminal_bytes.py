@@ -191,7 +191,7 @@ def test_hostile_worker_text_never_reaches_the_terminal_raw(tmp_path: Path) -> N
             terminal.focus_step("BTab")
         terminal.type("seen it")
         terminal.wait_for(lambda s: "seen it" in s, "the typed summary")
-        for _ in range(3):  # back to the Record button
+        for _ in range(2):  # back to the Record button (outcome, then Record: no hidden stop between)
             terminal.focus_step("BTab")
         terminal.keys("Enter")
         seen.append(terminal.wait_for(lambda s: "Action log" in s and "backend=host:ag\\x1b]0;pwned" in s, "the log"))

@@ -19,7 +19,7 @@ from nexus_core.engine import is_active
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
-from nexus_core.preconditions import state_allows
+from nexus_core.preconditions import FACT_WORDS, READS, state_allows, task_facts
 from nexus_core.shapes import Attempt, Backend, Run, Task, TaskDefinition
 from nexus_core.store import load_run
 from nexus_core.words import json_word
@@ -57,39 +57,33 @@ class TargetChanged(OperationRefused):
 
 @dataclass(frozen=True)
 class Seen:
-    """The identity of the target when the dialog opened, compared again at confirm time."""
+    """The target when the dialog opened, compared again at confirm time: the facts the core's
+    state checks read (``nexus_core.preconditions.task_facts``) and the identities an action's
+    input or statement names."""
 
     run_id: str | None = None
     task_id: str | None = None
-    attempt_id: str | None = None
-    attempt_count: int = 0
-    execution: str | None = None
+    facts: Mapping[str, object] = field(default_factory=dict)
     verification_id: str | None = None
-    verification_status: str | None = None
-    cancellation: str | None = None
-    integration: str | None = None
     receipt_hash: str | None = None
     lock_hash: str | None = None
+    recovery_lock_hash: str | None = None
 
 
 _SEEN_LABELS = {
-    "attempt_id": "latest attempt",
-    "attempt_count": "number of attempts",
-    "execution": "execution",
     "verification_id": "verification",
-    "verification_status": "verification status",
-    "cancellation": "cancellation",
-    "integration": "acceptance",
     "receipt_hash": "process receipt",
     "lock_hash": "writer.lock fingerprint",
+    "recovery_lock_hash": "recovery.lock",
 }
 
 
 def short(value: object) -> str:
     if value is None:
         return "none"
-    text = str(value)
-    return text[:8] if len(text) == 36 or len(text) == 64 else text
+    if not isinstance(value, str):
+        return json_word(value)
+    return value[:8] if len(value) == 36 or len(value) == 64 else value
 
 
 def seen_of(run: Run | None, task_id: str | None, lock: dict[str, Any] | None) -> Seen:
@@ -104,22 +98,21 @@ def seen_of(run: Run | None, task_id: str | None, lock: dict[str, Any] | None) -
     return Seen(
         run_id=run["id"],
         task_id=task_id,
-        attempt_id=attempt["id"] if attempt else None,
-        attempt_count=len(task["attempts"]),
-        execution=attempt["execution"] if attempt else None,
+        facts=task_facts(as_json(run), as_json(task)),
         verification_id=verification.get("id"),
-        verification_status=verification.get("status"),
-        cancellation=(attempt.get("cancellation") or {}).get("status") if attempt else None,
-        integration=task["integration"],
         receipt_hash=process.get("receiptHash"),
         lock_hash=lock["hash"] if lock else None,
     )
 
 
-def differences(compared: tuple[str, ...], before: Seen, after: Seen) -> list[str]:
-    """What changed, in words, among the parts an action's statement relies on."""
+def differences(operation: Operation, before: Seen, after: Seen) -> list[str]:
+    """What changed, in words, among the facts and identities ``operation`` relies on."""
     changed = []
-    for name in compared:
+    for name in operation.compared_facts:
+        old, new = before.facts.get(name), after.facts.get(name)
+        if old != new:
+            changed.append(f"{FACT_WORDS[name]}: {short(old)} -> {short(new)}")
+    for name in operation.compared:
         old, new = getattr(before, name), getattr(after, name)
         if old != new:
             changed.append(f"{_SEEN_LABELS[name]}: {short(old)} -> {short(new)}")
@@ -147,12 +140,12 @@ def process_identity(backend: Backend) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Choice:
-    """Radio buttons: one of ``choices``."""
+    """Radio buttons: one of ``choices``, ``default`` pressed (None: none is, the operator picks)."""
 
     key: str
     label: str
     choices: tuple[str, ...]
-    default: str
+    default: str | None
 
 
 @dataclass(frozen=True)
@@ -245,7 +238,11 @@ class Operation:
     confirm_label: ClassVar[str]
     destructive: ClassVar[bool] = False
     long: ClassVar[bool] = False  # runs in a worker with live progress and Stop
-    compared: ClassVar[tuple[str, ...]] = ()  # Seen fields re-checked at confirm
+    # Re-checked at confirm: the facts the core's check of this action reads (one home:
+    # nexus_core.preconditions.READS), plus ``also_compared`` (facts its statement or the
+    # dashboard's own rule rely on) and ``compared`` (Seen identities its input names).
+    also_compared: ClassVar[tuple[str, ...]] = ()
+    compared: ClassVar[tuple[str, ...]] = ()
     fields: ClassVar[tuple[Field, ...]] = ()
     per_task: ClassVar[bool] = True  # targets the selected task (else the project)
 
@@ -253,9 +250,23 @@ class Operation:
     def button_label(self) -> str:
         return f"{self.label}…"
 
+    @property
+    def compared_facts(self) -> tuple[str, ...]:
+        """Every fact of ``Seen.facts`` compared at confirm (none for project-level actions)."""
+        if not self.per_task:
+            return ()
+        names = ("attempt", *READS.get(self.name, ()), *self.also_compared)
+        return tuple(dict.fromkeys(names))
+
     # -- availability: a cheap mirror of the core's preconditions (no hashing)
     def unavailable(self, target: Target) -> str | None:
+        """Why the dashboard does not offer this action on ``target`` now (None: offered)."""
         raise NotImplementedError
+
+    def core_refusal(self, target: Target) -> str | None:
+        """The part of ``unavailable`` that mirrors the core's own refusal; the rest is
+        ``TaskOperation.withheld``, where the core would accept but the dashboard does not offer."""
+        return self.unavailable(target)
 
     # -- the dialog
     def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
@@ -405,6 +416,10 @@ class TaskOperation(Operation):
     """An action on one task of a run (every action but recover-lock and create)."""
 
     def unavailable(self, target: Target) -> str | None:
+        refusal = self.core_refusal(target)
+        return refusal if refusal is not None else self.withheld(_context(target))
+
+    def core_refusal(self, target: Target) -> str | None:
         if target.run is None or target.task_id is None:
             return "Select a task first."
         try:
@@ -415,6 +430,11 @@ class TaskOperation(Operation):
 
     def unavailable_for(self, context: TaskContext) -> str | None:
         raise NotImplementedError
+
+    def withheld(self, context: TaskContext) -> str | None:
+        """Why the dashboard does not offer an action the core would accept here (it would do
+        nothing useful, or harm); None by default."""
+        return None
 
     def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
         root = root_of(directory)
@@ -536,7 +556,7 @@ def recheck_task(operation: Operation, preview: Preview) -> Run:
     """Re-read the run and refuse when what the dialog stated changed meanwhile. Returns the run."""
     lock = lock_snapshot(preview.root, WRITER_LOCK)
     run = cast(Run, load_run(preview.root, preview.run_id or ""))
-    changed = differences(operation.compared, preview.seen, seen_of(run, preview.task_id, lock))
+    changed = differences(operation, preview.seen, seen_of(run, preview.task_id, lock))
     if changed:
         raise TargetChanged(
             f"The state of {preview.run_id}/{preview.task_id} changed while the dialog was open ("

@@ -15,7 +15,7 @@ class Verify(OnAttempt):
     footer = True
     confirm_label = "Verify"
     long = True
-    compared = ("attempt_id", "execution", "verification_id", "verification_status", "cancellation", "integration")
+    compared = ("verification_id",)
 
     def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
         if attempt["execution"] != "completed" or attempt["cancellation"].get("status") == "requested":
@@ -46,7 +46,7 @@ class Accept(OnAttempt):
     footer = True
     confirm_label = "Accept"
     destructive = True
-    compared = ("attempt_id", "verification_id", "verification_status", "integration")
+    compared = ("verification_id",)
 
     def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
         if attempt["verification"]["status"] != "passed":

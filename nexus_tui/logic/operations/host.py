@@ -33,7 +33,6 @@ RECONCILE_OUTCOMES = ("completed", "failed", "cancelled")
 class _HostAttempt(NewAttempt):
     """start and retry: a new host attempt owned by the (editable) identity shown."""
 
-    compared: ClassVar[tuple[str, ...]] = ("attempt_id", "attempt_count", "integration")
     fields: ClassVar[tuple[Field, ...]] = (BackendIdentity(),)
     verb: ClassVar[str]
 
@@ -79,7 +78,6 @@ class Retry(_HostAttempt):
     confirm_label = "Retry"
     verb = "Retry"
     needs_previous = True
-    compared = ("attempt_id", "attempt_count", "execution", "verification_status", "cancellation", "integration")
 
     def contract_refusal(self, executable: bool) -> str | None:
         return "This task has an execution contract: launch retries it." if executable else None
@@ -93,7 +91,6 @@ class Record(OnAttempt):
     footer = True
     confirm_label = "Record"
     refuses_accepted = False
-    compared = ("attempt_id", "execution", "cancellation", "integration")
     fields = (
         Choice("outcome", "Outcome reported by the worker", RECORD_OUTCOMES, "completed"),
         Line("summary", "Summary (what the worker reported)", "e.g. tests written, build green"),
@@ -155,9 +152,11 @@ class Reconcile(OnAttempt):
     footer = True
     confirm_label = "Reconcile"
     destructive = True
-    compared = ("attempt_id", "execution", "verification_id", "verification_status", "cancellation", "integration")
+    also_compared = ("execution", "verification", "cancellation")  # the statement names them
+    compared = ("verification_id",)
     fields = (
-        Choice("outcome", "What actually happened (your observation)", RECONCILE_OUTCOMES, "failed"),
+        # No default: the outcome is the operator's observation, never a guess of the dashboard's.
+        Choice("outcome", "What actually happened (your observation)", RECONCILE_OUTCOMES, None),
         Line("summary", "Observation (what you checked)", "e.g. worker pid 123 gone, no output"),
         Tick("owner_stopped", "I checked: the owner (worker/verifier) has stopped"),
         Tick("retry_safe", "Retry-safe: redoing this work is harmless"),
@@ -174,7 +173,7 @@ class Reconcile(OnAttempt):
             preview.backend = {"kind": "host", "id": backend.get("id"), "sessionId": backend.get("sessionId")}
             preview.backend_editable = True
         preview.title = f"Reconcile {context.task['id']}"
-        preview.defaults = {"outcome": "failed", "summary": "", "owner_stopped": False, "retry_safe": False}
+        preview.defaults = {"summary": "", "owner_stopped": False, "retry_safe": False}
         verification = attempt["verification"]
         preview.changes = [
             f"Records your observation on attempt {context.short_attempt} of {context.where}: its execution goes "
@@ -198,7 +197,7 @@ class Reconcile(OnAttempt):
 
     def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         if values.get("outcome") not in RECONCILE_OUTCOMES:
-            errors["outcome"] = "Choose an outcome."
+            errors["outcome"] = "Choose what actually happened: completed, failed or cancelled (none is preselected)."
         need_text(values, errors, "summary", "Observation")
         if values.get("owner_stopped") is not True:
             errors["owner_stopped"] = "Tick 'owner stopped' after checking that the worker has stopped."
@@ -220,7 +219,7 @@ class Cancel(OnAttempt):
     help = "Request cancellation of the latest attempt (type the task id to confirm)."
     confirm_label = "Request cancellation"
     destructive = True
-    compared = ("attempt_id", "execution", "cancellation", "integration")
+    also_compared = ("execution", "verification")  # what ``withheld`` reads
     fields = (
         Line("reason", "Reason", "why this attempt must stop"),
         Line("typed", "Type the task id ({confirm}) to confirm"),
@@ -231,6 +230,21 @@ class Cancel(OnAttempt):
         if attempt["cancellation"].get("status") != "none":
             return "Cancellation is already recorded; reconcile it."
         return None
+
+    def withheld(self, context: TaskContext) -> str | None:
+        # The core also cancels an ended attempt (SPEC 5.11: it becomes active again, stale and
+        # overdue, until reconciled), which stops nothing: offered only while something runs.
+        attempt = context.attempt
+        assert attempt is not None
+        execution = attempt["execution"]
+        if execution in ("running", "blocked") or attempt["verification"]["status"] == "running":
+            return None
+        if execution == "ambiguous":
+            return "Nothing runs to cancel: the outcome is ambiguous; reconcile it with what you observed."
+        return (
+            f"The attempt has ended (execution '{execution}'): there is nothing to cancel. "
+            "To record another outcome, reconcile it."
+        )
 
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         attempt = context.attempt
@@ -243,16 +257,22 @@ class Cancel(OnAttempt):
         if is_process:
             preview.backend = process_identity(attempt["backend"])
         change = f"Records a cancellation request on attempt {context.short_attempt} of {context.where}."
-        if attempt["execution"] in ("running", "blocked"):
+        working = attempt["execution"] in ("running", "blocked")
+        if working:
             change += f" Its execution goes from '{attempt['execution']}' to 'ambiguous'."
         preview.changes = [change, "The attempt stays active until you reconcile it."]
-        preview.cautions = [
-            (
+        preview.cautions = []
+        if working:
+            preview.cautions.append(
                 "The original supervisor sees the request at its next poll and sends SIGTERM to its child."
                 if is_process
                 else "Nothing is signalled: stop the host worker yourself, then reconcile."
             )
-        ]
+        if attempt["verification"]["status"] == "running":
+            preview.cautions.append(
+                "The running verification stops before its next check (the current one is not killed) "
+                "and its result becomes 'ambiguous'."
+            )
 
     def check_values(self, preview: Preview, values: dict[str, Any], errors: dict[str, str]) -> None:
         need_text(values, errors, "reason", "Reason")

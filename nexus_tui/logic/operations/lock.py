@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nexus_core.locks import WRITER_LOCK, lock_snapshot
+from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of
 from nexus_core.shapes import Run
 
@@ -31,7 +31,7 @@ class RecoverLock(Operation):
     help = "Remove a writer.lock left by a dead process (type its fingerprint to confirm)."
     confirm_label = "Remove writer.lock"
     destructive = True
-    compared = ("lock_hash",)
+    compared = ("lock_hash", "recovery_lock_hash")  # what the core's recover_lock reads first
     per_task = False
     fields = (
         Line("note", "Note (what you checked)", "e.g. pid 4242 is gone after a reboot"),
@@ -50,7 +50,7 @@ class RecoverLock(Operation):
             root=root,
             run_id=None,
             task_id=None,
-            seen=Seen(lock_hash=lock["hash"] if lock else None),
+            seen=_seen_locks(root, lock),
             title="Recover writer.lock",
             changes=[],
             unavailable=self.unavailable(Target(root, None, None, lock)),
@@ -81,11 +81,10 @@ class RecoverLock(Operation):
             errors["typed"] = f"Type the first {FINGERPRINT_CHARS} characters of the fingerprint to confirm."
 
     def recheck(self, preview: Preview) -> Run | None:
-        lock = lock_snapshot(preview.root, WRITER_LOCK)
-        changed = differences(self.compared, preview.seen, Seen(lock_hash=lock["hash"] if lock else None))
+        changed = differences(self, preview.seen, _seen_locks(preview.root, lock_snapshot(preview.root, WRITER_LOCK)))
         if changed:
             raise TargetChanged(
-                "writer.lock changed while the dialog was open (" + "; ".join(changed) + "). "
+                "The locks changed while the dialog was open (" + "; ".join(changed) + "). "
                 "Nothing was removed; review the new owner and try again."
             )
         return None
@@ -98,3 +97,9 @@ class RecoverLock(Operation):
 
     def result_words(self, preview: Preview, result: dict[str, Any]) -> str:
         return f"writer.lock removed; receipt recorded at {result.get('recoveredAt')}"
+
+
+def _seen_locks(root: str, writer: dict[str, Any] | None) -> Seen:
+    """``writer``: the writer.lock snapshot the dialog states (read once, so they agree)."""
+    recovery = lock_snapshot(root, RECOVERY_LOCK)
+    return Seen(lock_hash=writer["hash"] if writer else None, recovery_lock_hash=recovery["hash"] if recovery else None)

@@ -28,7 +28,6 @@ class Launch(NewAttempt):
     help = "Launch the task's execution contract and supervise it, with live progress and Stop."
     confirm_label = "Launch"
     long = True
-    compared = ("attempt_id", "attempt_count", "execution", "verification_status", "cancellation", "integration")
 
     def contract_refusal(self, executable: bool) -> str | None:
         return None if executable else "This task has no execution contract: use start (or retry)."
@@ -72,7 +71,8 @@ class Collect(OnAttempt):
     label = "Collect"
     help = "Collect the owned process receipt of the latest attempt."
     confirm_label = "Collect"
-    compared = ("attempt_id", "execution", "receipt_hash", "cancellation", "integration")
+    also_compared = ("execution", "cancellation", "integration")  # the statement names the outcome
+    compared = ("receipt_hash",)
     fields = (BackendIdentity(),)
 
     def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:

@@ -1,0 +1,503 @@
+"""The dashboard at the sizes operators use (issue 13, items 13-16): the main screen and every
+dialog at 80x24 and 120x36, the help at 80x24 and 160x45, plus what a snapshot cannot say on
+its own (nothing clipped, no invisible Tab stop, the footer's labels whole).
+
+Every dialog is built on real state written by the core, with the frozen clock and ids of
+``dialog_kit``; the main-screen views run on the frozen demo. Review every SVG you accept:
+`pytest tests/tui/test_layout_snapshots.py --snapshot-update`, then open them."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dashboard_kit import cell, demo_app_factory, frozen_demo, select, then
+from dialog_kit import SNAPSHOT_HOST, ScreenHost, action_dialog, completed, display, make_deterministic, running
+from textual.containers import ScrollableContainer
+from textual.errors import NoWidget
+from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Button, Checkbox, DataTable, Footer, Input, OptionList, RadioSet
+from textual.widgets._footer import FooterKey
+from tui_actions_support import (
+    accepted,
+    latest,
+    make_project,
+    process_task_plan,
+    record,
+    start,
+    task_plan,
+    write_dead_writer_lock,
+    write_result,
+)
+
+from nexus_core import engine, process
+from nexus_core.schedule import core as schedules
+from nexus_core.timeutil import now_ms
+from nexus_tui import actions
+from nexus_tui.logic import operations, recovery
+from nexus_tui.logic.demo import DemoInfo
+from nexus_tui.logic.operations import LogEntry
+from nexus_tui.logic.schedules import SCHEDULE_ACTIONS
+from nexus_tui.screens.dialogs import dialog_for
+from nexus_tui.screens.help import HelpScreen, HelpText
+from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
+from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
+from nexus_tui.widgets import render
+from nexus_tui.widgets.footer import FittingFooter
+
+__all__ = ["frozen_demo"]  # the session fixture the demo views share
+
+SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
+Step = Callable[[Pilot[None]], Awaitable[None]]
+
+
+# ----------------------------------------------------------------- dialogs on real state
+
+
+def _fresh(tmp_path: Path) -> Path:
+    return make_project(tmp_path)
+
+
+def _passed(tmp_path: Path) -> Path:
+    root = completed(tmp_path)
+    engine.verify_task(str(root), "demo", "a")
+    return root
+
+
+def _failed(tmp_path: Path) -> Path:
+    root = running(tmp_path)
+    record(root, "a", outcome="failed")
+    return root
+
+
+def _process(tmp_path: Path) -> Path:
+    return make_project(tmp_path, [process_task_plan("a")])
+
+
+def _dead_lock(tmp_path: Path) -> Path:
+    root = make_project(tmp_path)
+    write_dead_writer_lock(root, SNAPSHOT_HOST)
+    return root
+
+
+def _corrupt(tmp_path: Path) -> Path:
+    root = make_project(tmp_path)
+    state = root / ".bmad-plus/nexus/runs/demo.json"
+    state.write_bytes(state.read_bytes()[:200])
+    return root
+
+
+def _unsafe_mode(tmp_path: Path) -> Path:
+    """A run file the core refuses to read (group/world-writable) whose plan is recoverable."""
+    root = make_project(tmp_path)
+    os.chmod(root / ".bmad-plus/nexus/runs/demo.json", 0o666)
+    return root
+
+
+def _collect_dialog(tmp_path: Path) -> Screen[Any]:
+    """A launched process that has finished: its receipt awaits collect. The supervisor's pid
+    is shown as a fixed one (the dialog names it)."""
+    root = _process(tmp_path)
+    process.launch_task(str(root), "demo", "a", {})
+    pid = latest(root, "a")["process"]["owner"]["ownerPid"]
+    preview = operations.preview(str(root), "collect", "demo", "a")
+    shown = display(root)
+    return dialog_for(preview, lambda text: shown(text).replace(f"pid {pid}", "pid 4242"))
+
+
+def _interrupted(tmp_path: Path) -> Path:
+    root = running(tmp_path)
+    engine.cancel_task(str(root), "demo", "a", {"reason": "worker host rebooted"})
+    return root
+
+
+def _situation(root: Path, kind: str) -> recovery.Situation:
+    return next(s for s in recovery.classify_project(str(root)) if s.kind == kind)
+
+
+def _fresh_run_dialog(root: Path) -> Screen[Any]:
+    advice = _situation(root, "run-unreadable").fresh_run
+    assert advice is not None and advice.plan is not None
+    preview = operations.preview_fresh_run(
+        str(root), advice.old_run_id, advice.new_run_id, advice.plan, advice.create_problem
+    )
+    return dialog_for(preview, display(root))
+
+
+def _progress(root: Path) -> Screen[Any]:
+    preview = operations.preview(str(root), "verify", "demo", "a")
+    return ProgressScreen(preview, {}, operations.ActionLog(), clock=lambda: 0.0, display=display(root))
+
+
+def _with_schedules(tmp_path: Path) -> Path:
+    root = make_project(tmp_path)
+    schedules.add_schedule(str(root), schedules.NewSchedule("demo", "daily", "09:00", "UTC", title="morning"), now_ms())
+    schedules.add_schedule(str(root), schedules.NewSchedule("demo", "every", "1h", "UTC"), now_ms())
+    return root
+
+
+def _stale_after_acceptance(tmp_path: Path) -> Path:
+    root = make_project(tmp_path)
+    accepted(root, "a")
+    write_result(root, "a", "ok, edited after acceptance\n")
+    return root
+
+
+def _guide_list(tmp_path: Path) -> Screen[Any]:
+    root = make_project(tmp_path, [task_plan("a"), task_plan("b")])
+    start(root, "a")
+    engine.cancel_task(str(root), "demo", "a", {"reason": "stop"})
+    write_dead_writer_lock(root, SNAPSHOT_HOST)
+    return RecoveryListScreen(recovery.classify_project(str(root)), display=display(root))
+
+
+# name -> the screen, built on a project made in tmp_path. One per action's confirmation, then
+# every other modal: recover-lock, the fresh run, the recovery guide (a task's, a lock's, a
+# corrupt run's, the list), progress, help, the schedules panel and its confirmation.
+DIALOGS: dict[str, Callable[[Path], Screen[Any]]] = {
+    "start": lambda tmp: action_dialog(_fresh(tmp), "start"),
+    "record": lambda tmp: action_dialog(running(tmp), "record"),
+    "verify": lambda tmp: action_dialog(completed(tmp), "verify"),
+    "accept": lambda tmp: action_dialog(_passed(tmp), "accept"),
+    "reconcile": lambda tmp: action_dialog(running(tmp), "reconcile"),
+    "retry": lambda tmp: action_dialog(_failed(tmp), "retry"),
+    "launch": lambda tmp: action_dialog(_process(tmp), "launch"),
+    "collect": _collect_dialog,
+    "cancel": lambda tmp: action_dialog(running(tmp), "cancel"),
+    "recover-lock": lambda tmp: action_dialog(_dead_lock(tmp), "recover-lock", None),
+    "create-fresh-run": lambda tmp: _fresh_run_dialog(_unsafe_mode(tmp)),
+    "guide-interrupted": lambda tmp: (
+        lambda root: RecoveryScreen(_situation(root, "attempt-interrupted"), display=display(root))
+    )(_interrupted(tmp)),
+    "guide-dead-lock": lambda tmp: (
+        lambda root: RecoveryScreen(_situation(root, "writer-lock-dead"), display=display(root))
+    )(_dead_lock(tmp)),
+    "guide-stale": lambda tmp: (lambda root: RecoveryScreen(_situation(root, "accepted-stale"), display=display(root)))(
+        _stale_after_acceptance(tmp)
+    ),
+    "guide-corrupt-run": lambda tmp: (
+        lambda root: RecoveryScreen(_situation(root, "run-unreadable"), display=display(root))
+    )(_corrupt(tmp)),
+    "guide-list": _guide_list,
+    "progress": lambda tmp: _progress(completed(tmp)),
+    "help": lambda tmp: HelpScreen(),
+    "schedules": lambda tmp: SchedulesScreen(str(_with_schedules(tmp)), "project", read_only=False),
+    "schedule-confirm": lambda tmp: ConfirmSchedule(SCHEDULE_ACTIONS["delete"], "5eed0001"),
+}
+
+
+class StyledHost(ScreenHost):
+    """The dashboard's stylesheet too (the help screen and the schedules panel are styled there)."""
+
+    CSS_PATH = str(Path(__file__).parents[2] / "nexus_tui" / "nexus.tcss")
+
+
+async def _settled(pilot: Pilot[None]) -> None:
+    """Until the screen is still: a progress screen's worker done, a panel's first load in."""
+    screen = pilot.app.screen
+    deadline = time.monotonic() + 30
+    while not _is_settled(screen):
+        assert time.monotonic() < deadline, "the screen never settled"
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def _is_settled(screen: Screen[Any]) -> bool:
+    if isinstance(screen, ProgressScreen):
+        return screen.finished
+    if isinstance(screen, SchedulesScreen):
+        return screen.loads > 0
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
+    make_deterministic(monkeypatch)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("dialog", DIALOGS)
+def test_dialog_at_size(snap_compare: Any, tmp_path: Path, dialog: str, size: str) -> None:
+    assert snap_compare(StyledHost(DIALOGS[dialog](tmp_path)), terminal_size=SIZES[size], run_before=_settled)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("dialog", DIALOGS)
+async def test_dialog_buttons_are_whole_on_screen(tmp_path: Path, dialog: str, size: str) -> None:
+    """Nothing to act on is clipped: every button lies whole inside the screen and its frame."""
+    app = StyledHost(DIALOGS[dialog](tmp_path))
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await _settled(pilot)
+        screen = app.screen
+        frames = screen.query("#dialog, #panel")
+        inside = frames.first().content_region if frames else screen.region
+        for button in screen.query(Button):
+            if button.display:
+                assert inside.contains_region(button.region), f"{button.id} clipped: {button.region} in {inside}"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_refusal_in_the_dialog_shows_above_the_buttons(tmp_path: Path, size: str) -> None:
+    app = StyledHost(DIALOGS["reconcile"](tmp_path))
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        app.screen.query_one("#confirm", Button).press()  # without the owner-stopped tick
+        await pilot.pause()
+        await pilot.pause()
+        error = app.screen.query_one("#dialog-error")
+        assert "owner" in str(getattr(error.content, "plain", error.content))
+        assert _visible(error), f"the error line is covered or off screen: {error.region}"
+        assert error.region.bottom <= app.screen.query_one("#dialog-buttons").region.y
+
+
+# ----------------------------------------------------------------- Tab stops (item 14)
+
+ACTIONABLE = (Button, Input, Checkbox, RadioSet, OptionList, DataTable)
+
+
+def _visible(widget: Widget) -> bool:
+    """On screen and not covered by another widget (its top-left cell shows it or its child)."""
+    region = widget.region
+    if not widget.display or region.area == 0:
+        return False
+    try:
+        shown, _ = widget.screen.get_widget_at(*region.offset)
+    except NoWidget:
+        return False
+    return shown is widget or widget in shown.ancestors
+
+
+def _actionable(widget: Widget) -> bool:
+    """A field or button, or a scroll container with something to scroll (its keys scroll)."""
+    if isinstance(widget, ACTIONABLE):
+        return True
+    return isinstance(widget, ScrollableContainer) and widget.max_scroll_y > 0
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("dialog", DIALOGS)
+async def test_every_tab_stop_is_visible_and_actionable(tmp_path: Path, dialog: str, size: str) -> None:
+    app = StyledHost(DIALOGS[dialog](tmp_path))
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await _settled(pilot)
+        chain = app.screen.focus_chain
+        assert chain, "no Tab stop at all"
+        seen: list[Widget] = []
+        for _ in range(len(chain) + 1):
+            await pilot.press("tab")
+            await pilot.pause()
+            focused = app.focused
+            assert focused is not None, "Tab left the focus nowhere"
+            assert _actionable(focused), f"{focused!r} is a Tab stop with nothing to act on"
+            assert _visible(focused), f"{focused!r} is focused but not visible ({focused.region})"
+            seen.append(focused)
+        assert seen[-1] is seen[0], "Tab does not cycle through the dialog"
+
+
+@pytest.mark.parametrize(
+    ("dialog", "first_field"),
+    [("recover-lock", "note"), ("record", "outcome"), ("reconcile", "outcome"), ("cancel", "reason")],
+)
+@pytest.mark.parametrize("size", SIZES)
+async def test_one_tab_from_confirm_reaches_the_first_field(
+    tmp_path: Path, dialog: str, first_field: str, size: str
+) -> None:
+    app = StyledHost(DIALOGS[dialog](tmp_path))
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        app.screen.query_one("#confirm", Button).focus()
+        await pilot.press("tab")
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == first_field
+
+
+async def test_the_record_dialog_needs_no_scrolling_at_160x45(tmp_path: Path) -> None:
+    app = StyledHost(DIALOGS["record"](tmp_path))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert app.screen.query_one("#dialog-body").max_scroll_y == 0
+
+
+# ----------------------------------------------------------------- the main screen
+
+
+@pytest.fixture
+def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
+    return demo_app_factory(frozen_demo, monkeypatch)
+
+
+LONG_REFUSAL = (
+    "Nexus: Task migrate cannot be accepted: its latest verification is not 'passed' for the current "
+    "artifacts and resources (out/migrate/migrate.txt changed since the verification at "
+    "2026-11-30T23:59:00.000Z); verify it again, then accept."
+)
+
+
+async def _pick_migrate(pilot: Pilot[None]) -> None:
+    await select(pilot, "release", "migrate")
+
+
+async def _log_with_a_long_refusal(pilot: Pilot[None]) -> None:
+    await select(pilot, "release", "migrate")
+    app: Any = pilot.app
+    app.flow.log.append(LogEntry("2026-12-01T00:00:00.000Z", "accept", "release/migrate", "", False, LONG_REFUSAL))
+    app.action_toggle_action_log()
+    await pilot.pause()
+
+
+async def _help(pilot: Pilot[None]) -> None:
+    await select(pilot, "release", "release-notes")
+    await pilot.press("question_mark")
+
+
+MAIN_VIEWS: dict[str, Step] = {"tasks": _pick_migrate, "action-log": _log_with_a_long_refusal}
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("view", MAIN_VIEWS)
+def test_main_screen_at_size(snap_compare: Any, demo_app: Callable[[], Any], view: str, size: str) -> None:
+    assert snap_compare(demo_app(), terminal_size=SIZES[size], run_before=then(MAIN_VIEWS[view]))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
+def test_help_over_the_dashboard(snap_compare: Any, demo_app: Callable[[], Any], size: tuple[int, int]) -> None:
+    assert snap_compare(demo_app(), terminal_size=size, run_before=then(_help))
+
+
+# ----------------------------------------------------------------- what a snapshot cannot say
+
+MOST_NEEDED = ("task", "acceptance", "attempts", "stale", "overdue")
+
+
+def _column_ends(table: DataTable[Any]) -> dict[str, int]:
+    """Each column's right edge, in cells from the table's left (as drawn, unscrolled)."""
+    ends, x = {}, 0
+    for column in table.ordered_columns:
+        x += column.get_render_width(table)
+        ends[str(column.key.value)] = x
+    return ends
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_columns_that_decide_stay_on_screen(demo_app: Callable[[], Any], size: str) -> None:
+    app = demo_app()
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await then(_pick_migrate)(pilot)
+        pane = app.pane
+        width = pane.tasks.scrollable_content_region.width
+        ends = _column_ends(pane.tasks)
+        assert all(ends[key] <= width for key in MOST_NEEDED), (ends, width)
+        runs = _column_ends(pane.runs)
+        assert runs["stale"] <= width and runs["overdue"] <= width, (runs, width)
+        # STALE and OVERDUE are in those columns.
+        cells = {key: pane.tasks.get_row(key) for key in ("release-notes", "backfill")}
+        assert any("STALE" in str(cell) for cell in cells["release-notes"])
+        assert any("OVERDUE" in str(cell) for cell in cells["backfill"])
+        # Compact values are the glyphs of the model's values (the help's legend).
+        for row in pane.current_view().rows:
+            for column in ("execution", "verification", "acceptance"):
+                assert cell(pane.tasks, row.task_id, column) == render.VALUE_GLYPH[getattr(row, column)]
+        if size == "80x24":  # the detail pane is below the tables, as wide as the screen
+            detail = pane.query_one(f"#detail-{pane.index}")
+            assert detail.region.y >= pane.tasks.region.bottom and detail.region.width == pane.region.width
+
+
+async def test_crossing_the_width_threshold_keeps_the_selection(demo_app: Callable[[], Any]) -> None:
+    app = demo_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await then(_pick_migrate)(pilot)
+        pane = app.pane
+        assert not pane.narrow and pane.tasks.column_keys[1] == "depends"
+        for size, narrow in (((80, 24), True), ((160, 45), False)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            await pilot.pause()
+            assert pane.narrow is narrow
+            assert (pane.run_id, pane.task_id, pane.tasks.cursor_key()) == ("release", "migrate", "migrate")
+            assert pane.tasks.row_count == 8
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 36)], ids=["80x24", "100x30", "120x36"])
+async def test_the_footer_shows_whole_key_labels_and_the_palette(
+    demo_app: Callable[[], Any], size: tuple[int, int]
+) -> None:
+    app = demo_app()
+    async with app.run_test(size=size) as pilot:
+        await then(_pick_migrate)(pilot)
+        footer = app.query_one(Footer)
+        keys = list(footer.query(FooterKey))
+        palette = [key for key in keys if key.has_class("-command-palette")]
+        assert len(palette) == 1 and footer.region.contains_region(palette[0].region)
+        shown = [key for key in keys if key not in palette]
+        assert shown, "no key hint at all"
+        for key in shown:
+            assert key.region.right <= palette[0].region.x, f"{key.description} runs under the palette"
+            assert key.region.width >= len(key.key_display) + len(key.description) + 2, f"{key.description} cut"
+
+
+async def test_a_long_refusal_reads_in_full_at_80_columns(demo_app: Callable[[], Any]) -> None:
+    app = demo_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await then(_log_with_a_long_refusal)(pilot)
+        panel = app.query_one("#action-log")
+        line = panel.query_one(".log-result")
+        shown = " ".join(str(getattr(line.content, "plain", line.content)).split())
+        assert " ".join(LONG_REFUSAL.split()) in shown
+        assert app.screen.region.contains_region(line.region) and line.region.height >= 3  # wrapped, whole
+        # The line follows the selected entry.
+        app.flow.log.append(LogEntry("2026-12-01T00:00:01.000Z", "verify", "release/migrate", "", True, "passed"))
+        await pilot.pause()
+        assert "ok: passed" in str(getattr(line.content, "plain", line.content))
+        table = panel.query_one(DataTable)
+        table.focus()
+        await pilot.press("up")
+        await pilot.pause()
+        assert "refused: Nexus: Task migrate" in str(getattr(line.content, "plain", line.content))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
+async def test_the_help_keeps_keys_labels_and_descriptions_apart(size: tuple[int, int]) -> None:
+    app = StyledHost(HelpScreen())
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        body = app.screen.query_one(HelpText)
+        text = str(getattr(body.content, "plain", body.content))
+        lines = text[: text.index("Filter syntax")].splitlines()  # the keys' columns
+        too_wide = [line for line in lines if len(line) > body.size.width]
+        assert not too_wide, f"wraps at {body.size.width}: {too_wide}"
+        entry = next(e for e in actions.REGISTRY if e.id == "copy_lock_fingerprint")
+        joined = next(line for line in lines if entry.label in line)
+        assert f"{entry.label}  " in joined or joined.rstrip().endswith(entry.label), joined
+        assert entry.help.split()[0] in " ".join(lines)
+        next_pane = next(line for line in lines if "Next pane" in line)
+        assert next_pane.split()[0] == "Tab"
+        assert "(changes state)" not in " ".join(lines[lines.index("Act (changes state)") + 1 :])
+
+
+async def test_discover_overview_at_80x24_shows_whole_cells_and_a_fitting_footer(frozen_demo: DemoInfo) -> None:
+    """On the demo the first summary shown ("loading") is narrower than the final one."""
+    from dashboard_kit import eventually, loaded
+
+    from nexus_tui.discover_app import DiscoverApp
+
+    root = os.path.dirname(frozen_demo.directory)
+    app = DiscoverApp(root, watch=False, rescan_seconds=0, tick=False, rediscover_seconds=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        await eventually(pilot, lambda: len(app.overview.summaries) == 1)
+        await pilot.pause()
+        table = app.overview.table
+        for column in table.ordered_columns:
+            for row in table.rows:
+                value = table.get_cell(row, column.key)
+                assert value.cell_len <= column.content_width, f"{column.key.value} cut: {value.plain!r}"
+        assert isinstance(app.query_one(Footer), FittingFooter)
