@@ -212,9 +212,10 @@ def _proven_plain(value: Any, data: bytes) -> bool:
 _plain_items: list[bytes] = []
 
 
-def _note_plain_items(items: Any, size: int) -> None:
-    """``items``: a list inside a value of ``size`` bytes just proven plain, so every item's
-    text is plain too."""
+def note_plain_items(items: Any, size: int) -> None:
+    """Remember the item texts of ``items``, a list inside a value of ``size`` bytes that
+    ``parse_plain`` returned or the plain path wrote (so every item of it is plain), for the
+    next save's proof (``_plain_bytes_by_items``): a run's tasks, after its load."""
     global _plain_items
     if _orjson is not None and isinstance(items, list) and size >= _ORJSON_WORTH:
         _plain_items = [_orjson.dumps(item) for item in items]
@@ -222,7 +223,7 @@ def _note_plain_items(items: Any, size: int) -> None:
 
 def _plain_bytes_by_items(value: dict[str, Any], key: str) -> bytes | None:
     """``_plain_bytes(value)`` for a dict whose list ``value[key]`` held mostly the same item
-    texts at the last proof (``_note_plain_items``): those are plain already, the others and the
+    texts at the last proof (``note_plain_items``): those are plain already, the others and the
     rest of ``value`` are proven here. None when there is nothing noted or the proof does not
     go through (the caller then runs the whole one, which decides)."""
     global _plain_items
@@ -315,7 +316,7 @@ def _tree_is_plain(value: Any) -> bool:
     return True
 
 
-def parse_plain(raw: bytes, items_at: tuple[str, ...] = ()) -> tuple[Any, bytes] | None:
+def parse_plain(raw: bytes) -> tuple[Any, bytes] | None:
     """``(parse(raw.decode("utf-8", "replace")), compact of it as UTF-8)`` through orjson when
     that is provably the same value and every part of it is plain (``compact_plain`` may then
     serialise any part), else None.
@@ -323,10 +324,7 @@ def parse_plain(raw: bytes, items_at: tuple[str, ...] = ()) -> tuple[Any, bytes]
     Refused (orjson raises): invalid UTF-8, a byte order mark, a lone surrogate escape, NaN or
     Infinity, a raw control character, a number beyond the double range, too deep a nesting.
     Then only integers beyond 2^53 could differ (orjson keeps them exact, JavaScript makes them
-    doubles): ``_plain_bytes`` refuses those, and floats, whose parse it so never relies on.
-
-    ``items_at``: the path of dict keys to a list whose item texts the next save proves against
-    (a run's tasks in its envelope; see ``_plain_bytes_by_items``)."""
+    doubles): ``_plain_bytes`` refuses those, and floats, whose parse it so never relies on."""
     orjson = plain_path(len(raw))
     if orjson is None:
         return None
@@ -335,14 +333,7 @@ def parse_plain(raw: bytes, items_at: tuple[str, ...] = ()) -> tuple[Any, bytes]
     except ValueError:  # orjson.JSONDecodeError is a ValueError
         return None
     data = _plain_bytes(value)
-    if data is None:
-        return None
-    if items_at:
-        items = value
-        for key in items_at:
-            items = items.get(key) if isinstance(items, dict) else None
-        _note_plain_items(items, len(data))
-    return value, data
+    return None if data is None else (value, data)
 
 
 def last_member_plain(value: dict[str, Any], data: bytes, key: str) -> bytes:
@@ -483,7 +474,7 @@ def envelope_parts(run: Any, items_key: str | None = None, newline: bool = False
         if plain is None:
             plain = _plain_bytes(run)
             if plain is not None:
-                _note_plain_items(run.get(items_key), len(plain))
+                note_plain_items(run.get(items_key), len(plain))
     else:
         plain = _plain_bytes(run)
     if plain is not None:

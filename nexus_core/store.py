@@ -267,7 +267,7 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
     if len(raw) > LOAD_LIMIT:
         raise fail("Run state exceeds the size limit.")
     foreign = fail("Corrupt or foreign run state; original bytes were preserved.")
-    plain = canonical.parse_plain(raw, items_at=("run", "tasks"))
+    plain = canonical.parse_plain(raw)
     if plain is not None:
         # Everyday state: orjson parses it and writes both hashed texts (canonical proves when
         # that is exact); anything else takes the general path below.
@@ -275,6 +275,7 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
         run = envelope.get("run") if isinstance(envelope, dict) else None
         if not run or not isinstance(run, dict):
             raise foreign
+        canonical.note_plain_items(run.get("tasks"), len(whole))  # what the next save proves against
         run_hash = canonical.sha256_bytes(canonical.last_member_plain(envelope, whole, "run"))
         plan_hash = canonical.sha256_bytes(canonical.compact_plain(run["plan"])) if "plan" in run else None
     else:

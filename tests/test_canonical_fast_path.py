@@ -246,7 +246,7 @@ def test_a_proof_by_items_accepts_only_what_the_plain_path_writes_exactly(
     before = {"head": head, "tasks": items}
     if canonical._plain_bytes(before) is None:
         return  # only what a proof accepted is ever noted
-    canonical._note_plain_items(before["tasks"], 1 << 30)
+    canonical.note_plain_items(before["tasks"], 1 << 30)
     changed = list(items)
     changed[index % len(items)] = replacement
     head = head if new_head is None else new_head
