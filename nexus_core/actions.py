@@ -11,6 +11,7 @@ from typing import Any, Literal, NamedTuple
 
 from . import engine, locks
 from .paths import root_of
+from .shapes import JsonObject, Run
 
 # nexus_core.process (subprocess, selectors, threading, base64, the plan validator) is imported
 # by launch and collect only: start-up time of every other mutation.
@@ -19,6 +20,8 @@ Progress = Callable[[dict[str, Any]], None]
 StopAsked = Callable[[], bool]
 # What the action reads from the command line: --input (required or optional), --plan, nothing.
 Takes = Literal["input", "optional-input", "plan", "nothing"]
+# What a mutation returns: the run as saved, or recover-lock's receipt.
+Result = Run | JsonObject
 
 
 class Mutation(NamedTuple):  # not a dataclass: importing dataclasses costs milliseconds per call
@@ -26,12 +29,12 @@ class Mutation(NamedTuple):  # not a dataclass: importing dataclasses costs mill
     takes: Takes
     per_task: bool  # RUN TASK positionals (else the project: create, recover-lock)
     long: bool  # accepts progress and should_stop hooks (live progress, Stop)
-    call: Callable[..., dict[str, Any]]
+    call: Callable[..., Result]
 
 
-def _task(function: Callable[[str, str, str, Any], Any]) -> Callable[..., dict[str, Any]]:
-    def call(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> dict[str, Any]:
-        return function(directory, run_id, task_id, options)  # type: ignore[no-any-return]
+def _task(function: Callable[[str, str, str, Any], Run]) -> Callable[..., Result]:
+    def call(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> Result:
+        return function(directory, run_id, task_id, options)
 
     return call
 
@@ -43,11 +46,11 @@ def _verify(
     options: Any,
     progress: Progress | None = None,
     should_stop: StopAsked | None = None,
-) -> dict[str, Any]:
+) -> Result:
     return engine.verify_task(directory, run_id, task_id, progress=progress, should_stop=should_stop)
 
 
-def _accept(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> dict[str, Any]:
+def _accept(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> Result:
     return engine.accept_task(directory, run_id, task_id)
 
 
@@ -58,23 +61,23 @@ def _launch(
     options: Any,
     progress: Progress | None = None,
     should_stop: StopAsked | None = None,
-) -> dict[str, Any]:
+) -> Result:
     from . import process
 
     return process.launch_task(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
 
 
-def _collect(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> dict[str, Any]:
+def _collect(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> Result:
     from . import process
 
     return process.collect_task(directory, run_id, task_id, options)
 
 
-def _create(directory: str, run_id: str | None, task_id: str | None, plan: Any, **_: Any) -> dict[str, Any]:
+def _create(directory: str, run_id: str | None, task_id: str | None, plan: Any, **_: Any) -> Result:
     return engine.create_run(directory, plan)
 
 
-def _recover_lock(directory: str, run_id: str | None, task_id: str | None, options: Any, **_: Any) -> dict[str, Any]:
+def _recover_lock(directory: str, run_id: str | None, task_id: str | None, options: Any, **_: Any) -> Result:
     return locks.recover_lock(root_of(directory), options)
 
 
@@ -105,7 +108,7 @@ def call(
     *,
     progress: Progress | None = None,
     should_stop: StopAsked | None = None,
-) -> dict[str, Any]:
+) -> Result:
     """Run mutation ``name``; the long ones get the progress and stop hooks."""
     mutation = MUTATIONS[name]
     if mutation.long:

@@ -24,7 +24,10 @@ import math
 import os
 import re
 from json.encoder import encode_basestring as _quote  # the C version when available
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .shapes import JsonObject
 
 # orjson is imported only once state is large enough to pay for it: its import (it pulls in
 # dataclasses, inspect, ast...) costs some 10 ms, more than it saves on a small run.
@@ -336,7 +339,7 @@ def parse_plain(raw: bytes) -> tuple[Any, bytes] | None:
     return None if data is None else (value, data)
 
 
-def last_member_plain(value: dict[str, Any], data: bytes, key: str) -> bytes:
+def last_member_plain(value: JsonObject, data: bytes, key: str) -> bytes:
     """``compact_plain(value[key])`` where ``data`` is ``compact_plain(value)``: cut out of it
     when ``key`` is the last key (a run inside its envelope), so it is not serialised again."""
     orjson = _orjson
@@ -408,7 +411,7 @@ def compact_parsed(value: Any, needs_walk: bool = True) -> str:
     return _Normaliser().finish(text)
 
 
-def compact_with_member(value: dict[str, Any], key: str, member_text: str, needs_walk: bool = True) -> str:
+def compact_with_member(value: JsonObject, key: str, member_text: str, needs_walk: bool = True) -> str:
     """``compact(value)`` when ``member_text`` is already ``compact(value[key])``: the member
     (e.g. a run's plan, also hashed on its own) is serialised once and spliced in."""
     token = "\x00" + os.urandom(8).hex() + "\x00"  # no JSON text can spell it by chance

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import canonical
 from .paths import directory_at
+from .shapes import CheckDefinition, CheckReceipt, JsonObject
 from .timeutil import now_iso
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def _lookup(environ: dict[str, str], key: str) -> str | None:
     return None
 
 
-def check_environment(environ: dict[str, str] | None = None) -> dict[str, Any]:
+def check_environment(environ: dict[str, str] | None = None) -> JsonObject:
     source = dict(os.environ if environ is None else environ)
     values: dict[str, str] = {}
     for key in INHERITED:
@@ -87,11 +88,11 @@ def wait_exited(child: subprocess.Popen[bytes], timeout: float) -> None:
 
 def run_check(
     root: str,
-    check: dict[str, Any],
+    check: CheckDefinition,
     attempt_id: str,
-    environment: dict[str, Any],
+    environment: JsonObject,
     on_spawn: Callable[[subprocess.Popen[bytes] | None], None] | None = None,
-) -> dict[str, Any]:
+) -> CheckReceipt:
     """Run one check without a shell; never raises for the child's own failures.
 
     ``on_spawn`` is told the child (and ``None`` once it has been reaped), so an operator's

@@ -6,6 +6,7 @@ import contextlib
 import gc
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any, NamedTuple, NoReturn
 
 from . import canonical
@@ -103,7 +104,7 @@ def _write(stream: Any, text: str) -> None:
     stream.buffer.flush()
 
 
-def human_summary(result: dict[str, Any]) -> str:
+def human_summary(result: Mapping[str, Any]) -> str:
     """The human form of ``result``, safe for a terminal: worker-controlled text (identities,
     hints, stale reasons naming files) cannot act on it or forge a line."""
     if not isinstance(result.get("tasks"), list):
@@ -129,7 +130,7 @@ def human_summary(result: dict[str, Any]) -> str:
     return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 
 
-def exit_code_for(action: str, task_id: str | None, result: dict[str, Any]) -> int:
+def exit_code_for(action: str, task_id: str | None, result: Mapping[str, Any]) -> int:
     if not isinstance(result.get("tasks"), list) or task_id is None:
         return 0
     task = next((t for t in result["tasks"] if t["id"] == task_id), None)
@@ -146,9 +147,8 @@ def exit_code_for(action: str, task_id: str | None, result: dict[str, Any]) -> i
 
 def dispatch(
     action: str, run: str | None, task: str | None, directory: str, plan: str | None, input_file: str | None
-) -> dict[str, Any]:
-    from .inputs import read_input_file
-
+) -> Mapping[str, Any]:
+    """What the command prints: an inspection or inventory, the saved run, a receipt."""
     if action == "inspect" and task is None:
         if input_file is not None or plan is not None:
             raise NexusError("inspect is read-only and takes no input file.")
@@ -160,25 +160,36 @@ def dispatch(
 
     mutation = actions.MUTATIONS.get(action)
     if mutation is not None and not mutation.per_task and run is None and task is None:
-        if mutation.takes == "plan":
-            if input_file is not None:
-                raise NexusError(f"{action} uses --plan.")
-            return actions.call(action, directory, None, None, read_input_file(plan, "--plan"))
-        if plan is not None:
-            raise NexusError(f"{action} uses --input.")
-        return actions.call(action, directory, None, None, read_input_file(input_file, "--input"))
+        return actions.call(action, directory, None, None, _project_input(action, mutation.takes, plan, input_file))
     if mutation is None or not mutation.per_task or not run or not task or plan is not None:
         raise NexusError(USAGE + USAGE_MORE)
-    options: dict[str, Any] | None
-    if mutation.takes == "nothing":
+    return actions.call(action, directory, run, task, _task_input(action, mutation.takes, input_file))
+
+
+def _project_input(action: str, takes: str, plan: str | None, input_file: str | None) -> dict[str, Any]:
+    """The --plan (create) or --input (recover-lock) of a project-level mutation."""
+    from .inputs import read_input_file
+
+    if takes == "plan":
+        if input_file is not None:
+            raise NexusError(f"{action} uses --plan.")
+        return read_input_file(plan, "--plan")
+    if plan is not None:
+        raise NexusError(f"{action} uses --input.")
+    return read_input_file(input_file, "--input")
+
+
+def _task_input(action: str, takes: str, input_file: str | None) -> dict[str, Any] | None:
+    """The --input of a per-task mutation: none for verify and accept, {} for launch without one."""
+    from .inputs import read_input_file
+
+    if takes == "nothing":
         if input_file is not None:
             raise NexusError(f"{action} executes its recorded contract and takes no input file.")
-        options = None
-    elif mutation.takes == "optional-input" and input_file is None:
-        options = {}
-    else:
-        options = read_input_file(input_file, "--input")
-    return actions.call(action, directory, run, task, options)
+        return None
+    if takes == "optional-input" and input_file is None:
+        return {}
+    return read_input_file(input_file, "--input")
 
 
 def _usage_error(message: str) -> NoReturn:

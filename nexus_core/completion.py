@@ -26,10 +26,10 @@ from click.shell_completion import CompletionItem, FishComplete, add_completion_
 from . import cli
 from .errors import NexusError
 from .preconditions import CHECKED_ACTIONS, latest_attempt, plan_of, records, state_allows, verification_status
+from .shapes import Record
 from .terminal import terminal_safe
 
 Completer = Callable[[click.Context, str], list[CompletionItem]]
-Task = dict[str, Any]
 
 
 class Completing(click.ParamType):  # type: ignore[type-arg]
@@ -73,7 +73,7 @@ def _run_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
     return [CompletionItem(run_id) for run_id in ids if run_id.startswith(incomplete)]
 
 
-def _readable_run(root: str, run_id: str) -> tuple[dict[str, Any] | None, bool]:
+def _readable_run(root: str, run_id: str) -> tuple[Record | None, bool]:
     """(the run as far as it can be read, whether the core would load it). Read-only: no lock."""
     from . import store
 
@@ -140,7 +140,7 @@ COMPLETERS: dict[str, Completer] = {
 }
 
 
-def _task_state(task: Task) -> str:
+def _task_state(task: Record) -> str:
     """The task's state in the words of ``nexus inspect``'s summary line (zsh and fish show it)."""
     attempt = latest_attempt(task)
     if attempt is None:

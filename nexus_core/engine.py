@@ -26,10 +26,10 @@ from .locks import (
     writer_lock,
 )
 from .paths import overlap, root_of, safe_target
+from .shapes import Attempt, Backend, CheckReceipt, JsonObject, Run, Task, TaskDefinition
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
 from .store import (
     RUNS,
-    Run,
     check_state_file,
     forget_own_save,
     load_run,
@@ -46,9 +46,7 @@ if TYPE_CHECKING:
 # subprocess, signal, threading, random and the plan validator are imported where they are
 # used: record and accept need none of them (start-up time of every mutation).
 
-Task = dict[str, Any]
-Attempt = dict[str, Any]
-Progress = Callable[[dict[str, Any]], None]
+Progress = Callable[[JsonObject], None]  # one progress event of a long action
 
 UNCHECKED_SCOPE = (
     "External effects, undeclared dependencies and files outside the declared scope are not "
@@ -132,10 +130,10 @@ def revision(root: str) -> str | None:
 # ----------------------------------------------------------------- lookups
 
 
-def definition_of(run: Run, task_id: str) -> dict[str, Any]:
+def definition_of(run: Run, task_id: str) -> TaskDefinition:
     for definition in run["plan"]["tasks"]:
         if definition["id"] == task_id:
-            return definition  # type: ignore[no-any-return]
+            return definition
     raise fail(f"Unknown task: {task_id}")
 
 
@@ -143,7 +141,7 @@ def task_of(run: Run, task_id: object) -> Task:
     ident(task_id, "Task ID")
     for task in run["tasks"]:
         if task["id"] == task_id:
-            return task  # type: ignore[no-any-return]
+            return task
     raise fail(f"Unknown task: {task_id}")
 
 
@@ -163,7 +161,7 @@ def is_active(task: Task) -> bool:
     )
 
 
-def backend_identity(value: Any) -> dict[str, Any]:
+def backend_identity(value: Any) -> Backend:
     if isinstance(value, dict) and value.get("kind") == "process":
         owner_pid = value.get("ownerPid")
         if not isinstance(owner_pid, int | float) or not is_integer(owner_pid) or owner_pid < 1:
@@ -186,7 +184,7 @@ def backend_identity(value: Any) -> dict[str, Any]:
     }
 
 
-def bound_attempt(task: Task, options: dict[str, Any]) -> Attempt:
+def bound_attempt(task: Task, options: JsonObject) -> Attempt:
     attempt = latest(task)
     if attempt is None or options.get("attemptId") != attempt["id"]:
         raise fail("Stale or missing attempt identity.")
@@ -334,7 +332,7 @@ def evidence_current(root: str, run: Run, task: Task, verified: set[str], ancest
 # ----------------------------------------------------------------- begin
 
 
-def assert_capacity(root: str, run: Run, definition: dict[str, Any]) -> None:
+def assert_capacity(root: str, run: Run, definition: TaskDefinition) -> None:
     active = sum(1 for t in run["tasks"] if is_active(t))
     if active >= run["plan"]["maxParallel"]:
         raise fail("Run capacity is occupied until active work is reconciled.")
@@ -454,7 +452,7 @@ def create_run(directory: str, plan: Any) -> Run:
         return save_run(root, run)
 
 
-def _options(options: Any) -> dict[str, Any]:
+def _options(options: Any) -> JsonObject:
     return options if isinstance(options, dict) else {}
 
 
@@ -604,7 +602,7 @@ def reconcile_attempt(directory: str, run_id: str, task_id: str, options: Any) -
             attempt["verification"] = {"status": "pending", "checks": []}
         cancellation = attempt["cancellation"]
         if cancellation.get("status") == "requested" or outcome == "cancelled":
-            reconciled = dict(cancellation)
+            reconciled = cancellation.copy()
             reconciled["status"] = "reconciled"
             reconciled["reconciledAt"] = at
             reconciled["resolvedOutcome"] = outcome
@@ -676,7 +674,7 @@ def _owns_verification(run: Run, task_id: str, attempt_id: str, verification_id:
     )
 
 
-def _preflight(check_id: str, attempt_id: str, message: str, started: str) -> dict[str, Any]:
+def _preflight(check_id: str, attempt_id: str, message: str, started: str) -> CheckReceipt:
     return {
         "id": check_id,
         "attemptId": attempt_id,
@@ -731,10 +729,10 @@ def _run_checks(
     root: str,
     run_id: str,
     task_id: str,
-    definition: dict[str, Any],
+    definition: TaskDefinition,
     attempt_id: str,
     verification_id: str,
-    environment: dict[str, Any],
+    environment: JsonObject,
     progress: Progress | None,
     should_stop: Callable[[], bool] | None,
     interrupt: _OperatorInterrupt,
@@ -779,7 +777,7 @@ def _run_checks(
         except Exception as error:
             receipt = _preflight(check["id"], attempt_id, message_of(error), started)
 
-        def save_receipt(_root: str, run: Run, receipt: dict[str, Any] = receipt) -> None:
+        def save_receipt(_root: str, run: Run, receipt: CheckReceipt = receipt) -> None:
             if not _owns_verification(run, task_id, attempt_id, verification_id):
                 raise fail("Stale verification result was rejected.")
             attempt = latest(task_of(run, task_id))

@@ -22,7 +22,8 @@ def pid() -> int:
 
 
 def pid_alive(process_id: int) -> bool:
-    """Signal-0 probe. EPERM means the process exists (owned by someone else): alive."""
+    """Signal-0 probe of a pid that ``usable_pid`` accepted (callers use ``owner_liveness`` or
+    ``pid_liveness``, which check). EPERM means the process exists (someone else's): alive."""
     try:
         os.kill(process_id, 0)
     except ProcessLookupError:
@@ -67,6 +68,14 @@ def owner_liveness(host: object, process_id: object) -> Liveness:
     if local is None or host != hostname():
         return "unknown"
     return "alive" if pid_alive(local) else "dead"
+
+
+def owner_gone(host: object, process_id: object) -> bool:
+    """Whether the owner recorded as ``process_id`` on ``host`` can certainly no longer run: its
+    ``owner_liveness`` is "dead", or the record is of THIS host but names no pid that can be
+    probed (nothing can run under it). Another host's owner is never gone: it cannot be told."""
+    liveness = owner_liveness(host, process_id)
+    return liveness == "dead" or (liveness == "unknown" and host == hostname())
 
 
 def pid_liveness(process_id: object) -> Liveness:

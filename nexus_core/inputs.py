@@ -13,6 +13,7 @@ from typing import Any
 
 from . import canonical
 from .errors import NexusError
+from .shapes import JsonObject
 from .store import unsafe_reason
 
 INPUT_LIMIT = 1048576
@@ -32,10 +33,23 @@ def _strings(value: Any) -> Any:
             stack.extend(item)
 
 
-def read_input_file(file: str | None, option: str) -> dict[str, Any]:
+def read_input_file(file: str | None, option: str) -> JsonObject:
     if not file:
         raise NexusError(f"{option} requires a JSON file.")
     path = os.path.abspath(file)
+    value = _parse(_read_own_file(path, option), option, path)
+    for item in _strings(value):
+        if "\x00" in item:
+            raise NexusError(f"{option} file contains an escaped NUL character (\\u0000): {path}")
+        if canonical.has_lone_surrogate(item):
+            raise NexusError(f"{option} file contains a lone UTF-16 surrogate escape: {path}")
+    if not isinstance(value, dict):
+        raise NexusError(f"{option} must contain a JSON object.")
+    return value
+
+
+def _read_own_file(path: str, option: str) -> bytes:
+    """The bytes of a regular file of at most INPUT_LIMIT that only its reader can write."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -60,6 +74,11 @@ def read_input_file(file: str | None, option: str) -> dict[str, Any]:
         raise NexusError(f"{option} file cannot be read ({error.strerror}): {path}") from None
     if len(raw) > INPUT_LIMIT:
         raise NexusError(f"{option} must name a regular JSON file no larger than 1 MiB.")
+    return raw
+
+
+def _parse(raw: bytes, option: str, path: str) -> Any:
+    """The JSON value of ``raw``: UTF-8 without a byte order mark or NUL, nothing else."""
     if not raw.strip():
         raise NexusError(f"{option} file is empty: {path}")
     nul = raw.find(b"\x00")
@@ -72,7 +91,7 @@ def read_input_file(file: str | None, option: str) -> dict[str, Any]:
     if content.startswith("\ufeff"):
         raise NexusError(f"{option} file starts with a byte order mark, which JSON does not allow: {path}")
     try:
-        value = canonical.parse(content)
+        return canonical.parse(content)
     except RecursionError:
         raise NexusError(f"{option} file is not valid JSON (nested too deeply): {path}") from None
     except ValueError as error:
@@ -82,11 +101,3 @@ def read_input_file(file: str | None, option: str) -> dict[str, Any]:
         # Some parser messages end in "at" already ("Unterminated string starting at").
         reason = f"{detail.removesuffix(' at')} at {where}" if detail and where else str(error)
         raise NexusError(f"{option} file is not valid JSON ({reason}): {path}") from None
-    for item in _strings(value):
-        if "\x00" in item:
-            raise NexusError(f"{option} file contains an escaped NUL character (\\u0000): {path}")
-        if canonical.has_lone_surrogate(item):
-            raise NexusError(f"{option} file contains a lone UTF-16 surrogate escape: {path}")
-    if not isinstance(value, dict):
-        raise NexusError(f"{option} must contain a JSON object.")
-    return value

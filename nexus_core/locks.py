@@ -7,12 +7,12 @@ import os
 import shlex
 import stat
 from collections.abc import Iterator
-from typing import Any
 
 from . import canonical
 from .errors import NexusError, fail
 from .hostinfo import hostname, owner_liveness, pid
 from .paths import safe_target
+from .shapes import JsonObject, LockSnapshot, Owner
 from .store import BASE, LOCK_RECOVERY_DIR, atomic_write, make_dirs, remove_dead_temp_files, unsafe_reason
 from .timeutil import now_iso
 
@@ -29,7 +29,7 @@ def _exists(root: str, rel: str) -> bool:
     return os.path.exists(os.path.join(root, rel))
 
 
-def _publish(root: str, rel: str, owner: dict[str, Any]) -> bool:
+def _publish(root: str, rel: str, owner: Owner) -> bool:
     """Create the lock with its full owner JSON in one step (write a temp file, link it).
 
     ``link`` fails if the lock exists, so a reader never sees an empty lock. Returns False
@@ -80,7 +80,7 @@ def owner_token() -> str:
     return str(uuid.uuid4())
 
 
-def new_owner() -> dict[str, Any]:
+def new_owner() -> Owner:
     return {"token": owner_token(), "pid": pid(), "hostname": hostname(), "createdAt": now_iso()}
 
 
@@ -124,7 +124,7 @@ def recovery_lock(root: str) -> Iterator[None]:
         _release(root, RECOVERY_LOCK, owner["token"])
 
 
-def lock_snapshot(root: str, rel: str) -> dict[str, Any] | None:
+def lock_snapshot(root: str, rel: str) -> LockSnapshot | None:
     # Only the parent directories must be real: the lock itself, whatever it is, is reported.
     safe_target(root, os.path.dirname(rel) + "/.lock-probe")
     path = os.path.join(root, rel)
@@ -139,6 +139,7 @@ def lock_snapshot(root: str, rel: str) -> dict[str, Any] | None:
         identity = f"{reason}:{info.st_mode}:{info.st_ino}:{info.st_mtime_ns}".encode()
         if stat.S_ISLNK(info.st_mode):
             identity += b":" + os.fsencode(os.readlink(path))
+        assert reason is not None  # unsafe_reason names every entry that is not a regular file
         return {"hash": canonical.sha256_bytes(identity), "owner": None, "recovery": RECOVERY_HINT, "unsafe": reason}
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -150,7 +151,7 @@ def lock_snapshot(root: str, rel: str) -> dict[str, Any] | None:
         owner = canonical.parse(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
         owner = None
-    snapshot: dict[str, Any] = {
+    snapshot: LockSnapshot = {
         "hash": canonical.sha256_bytes(raw),
         "owner": owner,
         "recovery": RECOVERY_HINT,
@@ -183,7 +184,7 @@ def recovery_lock_removal(root: str) -> str:
     return f"rm -- {shlex.quote(os.path.join(root, RECOVERY_LOCK))}"
 
 
-def recovery_lock_hint(snapshot: dict[str, Any] | None, root: str) -> str | None:
+def recovery_lock_hint(snapshot: LockSnapshot | None, root: str) -> str | None:
     """What to do about ``root``'s recovery.lock (additive inspect output, not in the reference):
     SPEC 7.2 has no command for it, so the way out is spelled out, with its owner: inspect what
     it left, then the exact command that removes it."""
@@ -211,7 +212,7 @@ def recovery_lock_hint(snapshot: dict[str, Any] | None, root: str) -> str | None
     )
 
 
-def recover_lock(root: str, options: dict[str, Any]) -> dict[str, Any]:
+def recover_lock(root: str, options: JsonObject) -> JsonObject:
     from .validate import text
 
     note = text(options.get("note"), "Recovery observation")

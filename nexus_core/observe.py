@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from . import __version__, canonical
 from .errors import NexusError, message_of
 from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .paths import root_of
 from .schedule import DB_REL as SCHEDULES_DB
-from .store import Run, list_run_ids, list_temp_files, load_run
+from .shapes import Attempt, JsonObject, Observation, Run, Task
+from .store import list_run_ids, list_temp_files, load_run
 from .timeutil import now_ms, parse_iso_ms
 
 INVENTORY_HINT = "Run IDs are an inventory, not validated outcomes; inspect an individual run for current evidence."
@@ -37,7 +37,7 @@ PROCESS_HINT = "A stored PID or fresh heartbeat is an observation, not authority
 HEARTBEAT_STALE_MS = 5000
 
 
-def process_observation(attempt: dict[str, Any], now: int, receipt_file: str | None = None) -> dict[str, Any]:
+def process_observation(attempt: Attempt, now: int, receipt_file: str | None = None) -> JsonObject:
     """``receipt_file``: a recoverable receipt kept beside the state because the launch could
     not store it (not in the reference); it makes the receipt ready and is named."""
     process = attempt.get("process")
@@ -45,7 +45,7 @@ def process_observation(attempt: dict[str, Any], now: int, receipt_file: str | N
         process = None
     heartbeat = process.get("heartbeatAt") if process else None
     beat_ms = parse_iso_ms(heartbeat)
-    observation: dict[str, Any] = {
+    observation: JsonObject = {
         "status": process.get("status") if process else "launch-unacknowledged",
         "supervisor": process.get("owner") if process else None,
         "lastHeartbeat": heartbeat,
@@ -64,49 +64,19 @@ def process_observation(attempt: dict[str, Any], now: int, receipt_file: str | N
     return observation
 
 
-def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], now: int) -> dict[str, Any]:
+def observe_task(root: str, run: Run, task: Task, verified: set[str], now: int) -> Observation:
     # Imported here: the inventory (plain ``nexus inspect``) never needs the engine.
-    from .engine import definition_of, evidence_current, is_active, latest
-    from .snapshots import protected_snapshot
+    from .engine import is_active, latest
 
-    definition = definition_of(run, task["id"])
     attempt = latest(task)
     active = is_active(task)
     deadline = parse_iso_ms(attempt.get("deadline")) if attempt else None
-    stale_reason: str | None = None
-    resources_current = True
-    try:
-        protected_snapshot(root, definition)
-    except Exception as error:
-        resources_current = False
-        stale_reason = message_of(error)
-    evidence_eligible = False
+    resources_current, evidence_eligible, stale_reason = _evidence(root, run, task, attempt, verified)
     verification = attempt["verification"] if attempt else {}
-    if attempt and verification.get("status") == "passed":
-        try:
-            evidence_current(root, run, task, verified, set())
-            evidence_eligible = True
-        except Exception as error:
-            stale_reason = message_of(error)
-    hint = HINT_ACCEPTED if task["integration"] == "accepted" else HINT_START
     if attempt:
-        if active:
-            hint = HINT_ACTIVE
-        elif verification.get("status") == "passed":
-            hint = HINT_ACCEPT
-        elif attempt["execution"] == "completed" and verification.get("status") == "pending":
-            hint = HINT_VERIFY
-        else:
-            hint = HINT_TERMINAL
-        process = attempt.get("process")
-        if (
-            attempt["backend"].get("kind") == "process"
-            and isinstance(process, dict)
-            and process.get("status") == "finished"
-            and not process.get("collectedAt")
-        ):
-            receipt = process.get("receipt") or {}
-            hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
+        hint = _attempt_hint(attempt, active)
+    else:
+        hint = HINT_ACCEPTED if task["integration"] == "accepted" else HINT_START
     kept_receipt = None
     if attempt and attempt["backend"].get("kind") == "process":
         from .process import receipt_file_status  # only process attempts need the process backend
@@ -116,7 +86,7 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
         hint = HINT_RECEIPT_FILE.format(path=kept_receipt)
     if stale_reason is not None:
         hint = HINT_STALE_PREFIX + stale_reason
-    observation: dict[str, Any] = {
+    observation: Observation = {
         "taskId": task["id"],
         "attemptId": attempt["id"] if attempt else None,
         "overdue": bool(attempt and active and deadline is not None and now > deadline),
@@ -134,7 +104,56 @@ def observe_task(root: str, run: Run, task: dict[str, Any], verified: set[str], 
     return observation
 
 
-def running_verification(root: str, run_id: str, task_id: str, attempt: dict[str, Any]) -> dict[str, Any]:
+def _evidence(
+    root: str, run: Run, task: Task, attempt: Attempt | None, verified: set[str]
+) -> tuple[bool, bool, str | None]:
+    """(resources current, evidence eligible, why it is stale): the protected files as the plan
+    hashed them, and a passed verification's evidence still current (SPEC 5.2)."""
+    from .engine import definition_of, evidence_current
+    from .snapshots import protected_snapshot
+
+    definition = definition_of(run, task["id"])
+    stale_reason: str | None = None
+    resources_current = True
+    try:
+        protected_snapshot(root, definition)
+    except Exception as error:
+        resources_current = False
+        stale_reason = message_of(error)
+    evidence_eligible = False
+    if attempt and attempt["verification"].get("status") == "passed":
+        try:
+            evidence_current(root, run, task, verified, set())
+            evidence_eligible = True
+        except Exception as error:
+            stale_reason = message_of(error)
+    return resources_current, evidence_eligible, stale_reason
+
+
+def _attempt_hint(attempt: Attempt, active: bool) -> str:
+    """The hint for a task with an attempt, before a kept receipt or stale evidence overrides it."""
+    status = attempt["verification"].get("status")
+    if active:
+        hint = HINT_ACTIVE
+    elif status == "passed":
+        hint = HINT_ACCEPT
+    elif attempt["execution"] == "completed" and status == "pending":
+        hint = HINT_VERIFY
+    else:
+        hint = HINT_TERMINAL
+    process = attempt.get("process")
+    if (
+        attempt["backend"].get("kind") == "process"
+        and isinstance(process, dict)
+        and process.get("status") == "finished"
+        and not process.get("collectedAt")
+    ):
+        receipt = process.get("receipt") or {}
+        hint = HINT_RECEIPT_READY if receipt.get("outcome") == "completed" else HINT_RECEIPT_OTHER
+    return hint
+
+
+def running_verification(root: str, run_id: str, task_id: str, attempt: Attempt) -> JsonObject:
     """The owner of a verification stored as ``running`` and what to do about it: a verify whose
     save waited past its bound, or met a dead writer.lock, leaves it so (its process then exits)."""
     verification = attempt["verification"]
@@ -183,11 +202,12 @@ def running_verification(root: str, run_id: str, task_id: str, attempt: dict[str
     }
 
 
-def inspect_loaded(root: str, run: Run, now: int | None = None) -> dict[str, Any]:
-    """Observations for a run already loaded (the dashboard reuses parsed runs)."""
+def inspect_loaded(root: str, run: Run, now: int | None = None) -> JsonObject:
+    """Observations for a run already loaded (the dashboard reuses parsed runs): a
+    ``shapes.Inspection``, typed as JSON while the dashboard's recovery reads it as such."""
     moment = now_ms() if now is None else now
     verified: set[str] = set()
-    result = dict(run)
+    result: JsonObject = dict(run)
     result["observations"] = [observe_task(root, run, task, verified, moment) for task in run["tasks"]]
     result["lock"] = lock_snapshot(root, WRITER_LOCK)
     result["recoveryLock"] = lock_snapshot(root, RECOVERY_LOCK)
@@ -195,7 +215,7 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> dict[str, Any
     return result
 
 
-def add_recovery_lock_hint(result: dict[str, Any], root: str) -> None:
+def add_recovery_lock_hint(result: JsonObject, root: str) -> None:
     """Adds ``recoveryLockHint`` to an inspection that has its ``recoveryLock`` (the dashboard's too)."""
     hint = recovery_lock_hint(result["recoveryLock"], root)
     if hint is not None:
@@ -203,9 +223,9 @@ def add_recovery_lock_hint(result: dict[str, Any], root: str) -> None:
         result["recoveryLockHint"] = hint
 
 
-def inspect_inventory(root: str) -> dict[str, Any]:
+def inspect_inventory(root: str) -> JsonObject:
     run_ids = list_run_ids(root)
-    inventory: dict[str, Any] = {
+    inventory: JsonObject = {
         "schemaVersion": 1,
         "project": root,
         "frameworkVersion": __version__,
@@ -239,7 +259,7 @@ def inspect_inventory(root: str) -> dict[str, Any]:
     return inventory
 
 
-def inspect_run(directory: str, run_id: str | None = None) -> dict[str, Any]:
+def inspect_run(directory: str, run_id: str | None = None) -> JsonObject:
     root = root_of(directory)
     if run_id is None:
         return inspect_inventory(root)

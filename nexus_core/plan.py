@@ -10,6 +10,7 @@ from typing import Any
 from . import canonical
 from .errors import fail
 from .paths import directory_at, in_scope, overlap, relative, safe_target, touches_state
+from .shapes import CheckDefinition, JsonObject, Plan, TaskDefinition
 from .snapshots import executable, files_snapshot, scope_snapshot
 from .validate import ident, integer_in, is_ident, rule_at, string_list, text, unique, within
 
@@ -52,7 +53,7 @@ def _file_argument(root: str, cwd: str, arg: str) -> str | None:
     return os.path.relpath(absolute, root).replace(os.sep, "/")
 
 
-def normalize_execution(root: str, value: Any) -> dict[str, Any] | None:
+def normalize_execution(root: str, value: Any) -> JsonObject | None:
     if value is _ABSENT:
         return None
     if not isinstance(value, dict):
@@ -78,7 +79,7 @@ def normalize_execution(root: str, value: Any) -> dict[str, Any] | None:
         raise fail("execution outputLimitBytes must be between 1024 and 2097152.")
     with rule_at(".command"):
         resolved = executable(value.get("command"))
-    result: dict[str, Any] = {"adapter": adapter, **resolved}
+    result: JsonObject = {"adapter": adapter, **resolved}
     if adapter == "command":
         args = _literal_args(value.get("args"), "execution args must be a bounded literal argument array.")
         codes = _default(value, "blockedExitCodes", [])
@@ -126,7 +127,7 @@ def normalize_execution(root: str, value: Any) -> dict[str, Any] | None:
     return result
 
 
-def input_bytes(root: str, execution: dict[str, Any]) -> bytes:
+def input_bytes(root: str, execution: JsonObject) -> bytes:
     """The stdin of an execution (SPEC 6.3)."""
     files = [*execution["instructions"], execution["input"]]
     separators = bool(execution["instructions"])
@@ -164,7 +165,7 @@ class _Absent:
 _ABSENT: Any = _Absent()
 
 
-def _check(root: str, raw: Any, task_resources: list[str]) -> dict[str, Any]:
+def _check(root: str, raw: Any, task_resources: list[str]) -> CheckDefinition:
     if not isinstance(raw, dict):
         raw = {}
     check_id = ident(raw.get("id"), "Check ID")
@@ -195,10 +196,8 @@ def _check(root: str, raw: Any, task_resources: list[str]) -> dict[str, Any]:
     }
 
 
-def _task(root: str, raw: Any) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raw = {}
-    task_id = ident(raw.get("id"), "Task ID")
+def _write_scope(root: str, raw: JsonObject) -> list[str]:
+    """The task's write scope: paths under the project, never the runtime state or .git."""
     with within(".scope"):
         scope = string_list(raw.get("scope"), "write scope", paths=True, empty=False)
     for index, item in enumerate(scope):
@@ -210,6 +209,29 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
             is_file = False
         with rule_at(f".scope[{index}]"):
             safe_target(root, item if is_file else item + "/.nexus-scope-probe")
+    return scope
+
+
+def _checks(root: str, raw: JsonObject, resources: list[str]) -> list[CheckDefinition]:
+    """The task's 1-30 checks, each normalised, their ids distinct."""
+    checks_raw = raw.get("checks")
+    if not isinstance(checks_raw, list) or not 1 <= len(checks_raw) <= 30:
+        raise fail("Each task needs 1-30 explicit verification checks.")
+    checks = []
+    for index, check in enumerate(checks_raw):
+        with within(f".checks[{index}]"):
+            checks.append(_check(root, check, resources))
+    check_ids = [c["id"] for c in checks]
+    if len(set(check_ids)) != len(check_ids):
+        raise fail("Duplicate check IDs.")
+    return checks
+
+
+def _task(root: str, raw: Any) -> TaskDefinition:
+    if not isinstance(raw, dict):
+        raw = {}
+    task_id = ident(raw.get("id"), "Task ID")
+    scope = _write_scope(root, raw)
     with within(".artifacts"):
         artifacts = string_list(raw.get("artifacts"), "artifacts", paths=True, empty=False)
     for artifact in artifacts:
@@ -223,16 +245,8 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
         for extra in execution["resources"]:
             if extra not in resources:
                 resources.append(extra)
-    checks_raw = raw.get("checks")
-    if not isinstance(checks_raw, list) or not 1 <= len(checks_raw) <= 30:
-        raise fail("Each task needs 1-30 explicit verification checks.")
-    checks = []
-    for index, check in enumerate(checks_raw):
-        with within(f".checks[{index}]"):
-            checks.append(_check(root, check, resources))
+    checks = _checks(root, raw, resources)
     check_ids = [c["id"] for c in checks]
-    if len(set(check_ids)) != len(check_ids):
-        raise fail("Duplicate check IDs.")
     max_attempts = integer_in(_default(raw, "maxAttempts", 2), 1, 10)
     if max_attempts is None:
         raise fail("maxAttempts must be between 1 and 10.")
@@ -252,7 +266,7 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
         with rule_at(f".dependsOn[{index}]"):
             ident(dep)
     authorizations = string_list(_default(raw, "authorizations", []), "existing authorizations")
-    definition: dict[str, Any] = {
+    definition: TaskDefinition = {
         "id": task_id,
         "objective": objective,
         "dependsOn": depends_on,
@@ -271,7 +285,7 @@ def _task(root: str, raw: Any) -> dict[str, Any]:
     return definition
 
 
-def _check_cycles(tasks: list[dict[str, Any]]) -> None:
+def _check_cycles(tasks: list[TaskDefinition]) -> None:
     by_id = {t["id"]: t for t in tasks}
     done: set[str] = set()
     visiting: set[str] = set()
@@ -297,7 +311,7 @@ def _relative_command(root: str, command: str) -> str:
     return os.path.relpath(command, root).replace(os.sep, "/")
 
 
-def normalize_plan(root: str, plan: Any) -> dict[str, Any]:
+def normalize_plan(root: str, plan: Any) -> Plan:
     try:
         return _normalize_plan(root, plan)
     except UnicodeEncodeError as error:
@@ -307,7 +321,7 @@ def normalize_plan(root: str, plan: Any) -> dict[str, Any]:
         raise fail(f"Paths, commands and arguments cannot contain a lone surrogate ({bad}).") from None
 
 
-def _normalize_plan(root: str, plan: Any) -> dict[str, Any]:
+def _normalize_plan(root: str, plan: Any) -> Plan:
     if not isinstance(plan, dict):
         raise fail("A JSON plan object is required.")
     run_id = ident(plan.get("id"), "Run ID")
@@ -333,30 +347,42 @@ def _normalize_plan(root: str, plan: Any) -> dict[str, Any]:
     if len(set(ids)) != len(ids):
         raise fail("Duplicate task IDs.")
     _check_cycles(tasks)
+    _check_isolation(root, tasks)
+    return {"id": run_id, "maxParallel": max_parallel, "config": canonical.copy(config), "tasks": tasks}
+
+
+def _check_isolation(root: str, tasks: list[TaskDefinition]) -> None:
+    """No two write scopes overlap, and nothing a check or worker trusts lies in any write
+    scope (``_protect``, task by task)."""
     for i, first in enumerate(tasks):
         for second in tasks[i + 1 :]:
             if any(overlap(a, b) for a in first["scope"] for b in second["scope"]):
                 raise fail(f"Overlapping exclusive write scopes: {first['id']} and {second['id']}")
     all_scopes = [s for t in tasks for s in t["scope"]]
     for task in tasks:
-        protected = list(task["resources"])
-        for check in task["checks"]:
-            protected += check["resources"]
-        for file in protected:
-            if any(in_scope(file, s) for s in all_scopes):
-                raise fail(f"Verifier/resource lies in a worker write scope: {file}")
-        for check in task["checks"]:
-            if any(in_scope(_relative_command(root, check["command"]), s) for s in all_scopes):
-                raise fail("Verifier executable lies in a worker write scope.")
-        execution = task.get("execution")
-        if execution:
-            if any(in_scope(_relative_command(root, execution["command"]), s) for s in all_scopes):
-                raise fail("Worker executable lies in a worker write scope.")
-            for arg in execution["args"]:
-                candidate = _file_argument(root, execution["cwd"], arg)
-                if candidate is not None and candidate not in protected:
-                    raise fail(f"Execution file argument must be a protected resource: {candidate}")
-            input_bytes(root, execution)
-        task["resourceHashes"] = files_snapshot(root, protected, True)
-        scope_snapshot(root, task["scope"])
-    return {"id": run_id, "maxParallel": max_parallel, "config": canonical.copy(config), "tasks": tasks}
+        _protect(root, task, all_scopes)
+
+
+def _protect(root: str, task: TaskDefinition, all_scopes: list[str]) -> None:
+    """Verifiers, resources, executables and file arguments outside every write scope; then
+    the task's resourceHashes."""
+    protected = list(task["resources"])
+    for check in task["checks"]:
+        protected += check["resources"]
+    for file in protected:
+        if any(in_scope(file, s) for s in all_scopes):
+            raise fail(f"Verifier/resource lies in a worker write scope: {file}")
+    for check in task["checks"]:
+        if any(in_scope(_relative_command(root, check["command"]), s) for s in all_scopes):
+            raise fail("Verifier executable lies in a worker write scope.")
+    execution = task.get("execution")
+    if execution:
+        if any(in_scope(_relative_command(root, execution["command"]), s) for s in all_scopes):
+            raise fail("Worker executable lies in a worker write scope.")
+        for arg in execution["args"]:
+            candidate = _file_argument(root, execution["cwd"], arg)
+            if candidate is not None and candidate not in protected:
+                raise fail(f"Execution file argument must be a protected resource: {candidate}")
+        input_bytes(root, execution)
+    task["resourceHashes"] = files_snapshot(root, protected, True)
+    scope_snapshot(root, task["scope"])

@@ -12,35 +12,34 @@ the dashboard re-compares exactly those when a dialog is confirmed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
-Task = dict[str, Any]
+from .shapes import JsonObject, Record
 
 
-def records(value: object) -> list[dict[str, Any]]:
+def records(value: object) -> list[JsonObject]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def plan_of(run: dict[str, Any]) -> dict[str, Any]:
+def plan_of(run: Record) -> Record:
     plan = run.get("plan")
     return plan if isinstance(plan, dict) else {}
 
 
-def _definition(run: dict[str, Any], task: Task) -> dict[str, Any]:
+def _definition(run: Record, task: Record) -> Record:
     return next((d for d in records(plan_of(run).get("tasks")) if d.get("id") == task["id"]), {})
 
 
-def latest_attempt(task: Task) -> dict[str, Any] | None:
+def latest_attempt(task: Record) -> JsonObject | None:
     attempts = records(task.get("attempts"))
     return attempts[-1] if attempts else None
 
 
-def verification_status(attempt: dict[str, Any]) -> str | None:
+def verification_status(attempt: Record) -> str | None:
     verification = attempt.get("verification")
     return verification.get("status") if isinstance(verification, dict) else None
 
 
-def _cancellation(attempt: dict[str, Any]) -> str | None:
+def _cancellation(attempt: Record) -> str | None:
     cancellation = attempt.get("cancellation")
     return cancellation.get("status") if isinstance(cancellation, dict) else None
 
@@ -72,7 +71,7 @@ FACT_WORDS = {
 }
 
 
-def task_facts(run: dict[str, Any], task: Task) -> dict[str, object]:
+def task_facts(run: Record, task: Record) -> dict[str, object]:
     """The facts of ``task`` (and of the tasks it depends on) that the state checks read."""
     definition = _definition(run, task)
     attempts = records(task.get("attempts"))
@@ -239,7 +238,7 @@ _ALLOWS: dict[str, Callable[[Facts], bool]] = {
 CHECKED_ACTIONS = frozenset(_ALLOWS)
 
 
-def state_allows(action: str, run: dict[str, Any], task: Task) -> bool:
+def state_allows(action: str, run: Record, task: Record) -> bool:
     """Whether ``action`` on ``task`` passes the core's state checks, as far as the run file
     says (False for an action not in CHECKED_ACTIONS, or a shape the core would refuse)."""
     try:

@@ -23,13 +23,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from . import canonical
 from .checks import check_environment, signal_name
 from .engine import (
-    Attempt,
-    Task,
+    Progress,
     WriterBusy,
     backend_identity,
     begin,
@@ -42,11 +41,10 @@ from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, pid
 from .paths import directory_at, root_of, safe_target
 from .plan import input_bytes
+from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
 from .snapshots import protected_snapshot, scope_snapshot
-from .store import RECEIPTS_DIR, RUN_ID, Run, atomic_write, load_run, run_path, unsafe_reason
+from .store import RECEIPTS_DIR, RUN_ID, atomic_write, load_run, run_path, unsafe_reason
 from .timeutil import now_iso, now_ms, parse_iso_ms
-
-Progress = Callable[[dict[str, Any]], None]
 
 POLL_SECONDS = 0.1
 HEARTBEAT_SECONDS = 1.0
@@ -75,7 +73,7 @@ def runtime_hash() -> str:
         return canonical.sha256_bytes(handle.read())
 
 
-def _options(options: Any) -> dict[str, Any]:
+def _options(options: Any) -> JsonObject:
     return options if isinstance(options, dict) else {}
 
 
@@ -83,8 +81,8 @@ def _options(options: Any) -> dict[str, Any]:
 
 
 def execution_environment(
-    execution: dict[str, Any], minimal: dict[str, Any], environ: dict[str, str] | None = None
-) -> tuple[dict[str, str], dict[str, Any]]:
+    execution: JsonObject, minimal: JsonObject, environ: dict[str, str] | None = None
+) -> tuple[dict[str, str], JsonObject]:
     """(values given to the child, the receipt's environment entry). No value is recorded."""
     values = dict(minimal["values"])
     codex = execution["adapter"] == "codex-exec"
@@ -112,15 +110,13 @@ def _safe_count(value: object) -> bool:
     return float(value).is_integer() and 0 <= value <= SAFE_INTEGER
 
 
-def interpret_output(execution: dict[str, Any], stdout_text: str, exit_code: int | None) -> tuple[str, Any]:
+def interpret_output(execution: JsonObject, stdout_text: str, exit_code: int | None) -> tuple[str, Any]:
     """(outcome, provider) from the exit code and, for codex-exec, its JSONL events."""
     if exit_code is not None and exit_code in execution.get("blockedExitCodes", []):
         return "blocked", None
     if execution["adapter"] != "codex-exec":
         return ("completed" if exit_code == 0 else "failed"), None
-    thread_id: Any = None
-    completed = failed = approval = False
-    usage: dict[str, Any] | None = None
+    seen = _CodexEvents()
     for line in stdout_text.replace("\r\n", "\n").split("\n"):
         if line == "":
             continue
@@ -130,36 +126,49 @@ def interpret_output(execution: dict[str, Any], stdout_text: str, exit_code: int
             return "failed", {"problem": "Invalid Codex JSONL."}
         if not isinstance(event, dict):
             return "failed", {"problem": "Invalid Codex event object."}
-        kind = event.get("type")
-        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
-            thread_id = event["thread_id"]
-        elif kind == "turn.completed":
-            completed = True
-            if isinstance(event.get("usage"), dict):
-                usage = {
-                    key: int(value) for key, value in event["usage"].items() if key in USAGE_KEYS and _safe_count(value)
-                }
-        elif kind in ("turn.failed", "error"):
-            failed = True
-            error = event.get("error")
-            code = error.get("code") if isinstance(error, dict) else None
-            if code == "approval_required" or event.get("code") == "approval_required":
-                approval = True
-    if approval:
+        seen.take(event)
+    if seen.approval:
         outcome = "blocked"
-    elif exit_code == 0 and completed and thread_id and not failed:
+    elif exit_code == 0 and seen.completed and seen.thread_id and not seen.failed:
         outcome = "completed"
     else:
         outcome = "failed"
     provider = {
-        "threadId": thread_id,
-        "completed": completed,
-        "failed": failed,
-        "usage": usage,
+        "threadId": seen.thread_id,
+        "completed": seen.completed,
+        "failed": seen.failed,
+        "usage": seen.usage,
         "concreteModel": None,
         "monetaryCost": None,
     }
     return outcome, provider
+
+
+class _CodexEvents:
+    """What codex-exec's JSONL events said: its thread, whether its turn completed or failed
+    (and for want of an approval), its token usage."""
+
+    def __init__(self) -> None:
+        self.thread_id: Any = None
+        self.completed = self.failed = self.approval = False
+        self.usage: JsonObject | None = None
+
+    def take(self, event: JsonObject) -> None:
+        kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            self.thread_id = event["thread_id"]
+        elif kind == "turn.completed":
+            self.completed = True
+            if isinstance(event.get("usage"), dict):
+                self.usage = {
+                    key: int(value) for key, value in event["usage"].items() if key in USAGE_KEYS and _safe_count(value)
+                }
+        elif kind in ("turn.failed", "error"):
+            self.failed = True
+            error = event.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            if code == "approval_required" or event.get("code") == "approval_required":
+                self.approval = True
 
 
 # ----------------------------------------------------------------- supervision (SPEC 6.4)
@@ -182,7 +191,7 @@ class Hooks:
         return False
 
 
-def _output_entry(data: bytes, observed: int, complete: bool) -> dict[str, Any]:
+def _output_entry(data: bytes, observed: int, complete: bool) -> JsonObject:
     return {
         "text": data.decode("utf-8", "replace"),
         "base64": base64.b64encode(data).decode("ascii"),
@@ -217,7 +226,7 @@ class _Signals:
 
 
 class _Supervision:
-    def __init__(self, root: str, execution: dict[str, Any], stdin: bytes, values: dict[str, str]) -> None:
+    def __init__(self, root: str, execution: JsonObject, stdin: bytes, values: dict[str, str]) -> None:
         self.root = root
         self.execution = execution
         self.stdin = stdin
@@ -270,7 +279,7 @@ class _Supervision:
         else:
             self.exit_code, self.signal = returncode, None
 
-    def run(self, deadline_ms: int, hooks: Hooks, started_at: str, signals: _Signals) -> dict[str, Any]:
+    def run(self, deadline_ms: int, hooks: Hooks, started_at: str, signals: _Signals) -> JsonObject:
         self.signals = signals
         try:
             self._supervise(deadline_ms, hooks)
@@ -333,18 +342,7 @@ class _Supervision:
                 for key, _ in selector.select(timeout=0.02):
                     fd = int(key.fd)
                     if fd == stdin_fd:
-                        try:
-                            written = os.write(fd, pending)
-                            pending = pending[written:]
-                        except BlockingIOError:
-                            continue
-                        except OSError as failure:
-                            if failure.errno != errno.EPIPE and self.error is None:
-                                self.error = str(failure)
-                            pending = pending[len(pending) :]
-                        if not pending:
-                            selector.unregister(fd)
-                            child.stdin.close()
+                        pending = self._feed(selector, fd, pending)
                         continue
                     chunk = os.read(fd, 65536)
                     if not chunk:
@@ -359,36 +357,65 @@ class _Supervision:
                         self._record_exit(code)
                 if open_streams == 0:
                     self.closed = True
-                if self.child_exited and self.closed:
+                if self._ended(now):
                     return
-                if self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
-                    if self.reason is None:
-                        self.reason = "retained-pipes"
-                    return
-                if self.stop_at is not None and now >= self.stop_at:
-                    return
-                if self.signals.received or hooks.should_stop():
-                    self.stop("supervisor-interrupted")
-                writer_failure = hooks.failure()
-                if writer_failure is not None:
-                    if self.error is None:
-                        self.error = writer_failure[1]
-                    self.stop(writer_failure[0])
+                self._heed(hooks)
                 if now >= next_poll:
                     next_poll = now + POLL_SECONDS
-                    try:
-                        requested = hooks.poll()
-                    except Exception as poll_failure:
-                        if self.error is None:
-                            self.error = message_of(poll_failure)
-                        self.stop("owner-state-unavailable")
-                    else:
-                        if requested is not None:
-                            self.stop(requested)
-                    if now_ms() >= deadline_ms:
-                        self.stop("deadline")
+                    self._poll_owner(hooks, deadline_ms)
         finally:
             selector.close()
+
+    def _feed(self, selector: selectors.BaseSelector, fd: int, pending: memoryview) -> memoryview:
+        """Write what the child's stdin takes now; close it once all is written (or it broke)."""
+        assert self.child is not None and self.child.stdin
+        try:
+            written = os.write(fd, pending)
+            pending = pending[written:]
+        except BlockingIOError:
+            return pending
+        except OSError as failure:
+            if failure.errno != errno.EPIPE and self.error is None:
+                self.error = str(failure)
+            pending = pending[len(pending) :]
+        if not pending:
+            selector.unregister(fd)
+            self.child.stdin.close()
+        return pending
+
+    def _ended(self, now: float) -> bool:
+        """The child exited with its pipes closed, kept them past the grace, or was stopped."""
+        if self.child_exited and self.closed:
+            return True
+        if self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
+            if self.reason is None:
+                self.reason = "retained-pipes"
+            return True
+        return self.stop_at is not None and now >= self.stop_at
+
+    def _heed(self, hooks: Hooks) -> None:
+        """Stop on an operator's interrupt or when the state writer lost the operation."""
+        if self.signals.received or hooks.should_stop():
+            self.stop("supervisor-interrupted")
+        writer_failure = hooks.failure()
+        if writer_failure is not None:
+            if self.error is None:
+                self.error = writer_failure[1]
+            self.stop(writer_failure[0])
+
+    def _poll_owner(self, hooks: Hooks, deadline_ms: int) -> None:
+        """Every POLL_SECONDS: stop when the owner state asks for it or cannot be read, or at the deadline."""
+        try:
+            requested = hooks.poll()
+        except Exception as poll_failure:
+            if self.error is None:
+                self.error = message_of(poll_failure)
+            self.stop("owner-state-unavailable")
+        else:
+            if requested is not None:
+                self.stop(requested)
+        if now_ms() >= deadline_ms:
+            self.stop("deadline")
 
     def _drain_until_stop(self) -> None:
         # After an unexpected supervisor error: give the signalled child its grace period.
@@ -417,7 +444,7 @@ class _Supervision:
                 self._record_exit(code)
         # A child that has not exited is left running (detached), as the reference does.
 
-    def _result(self, started_at: str) -> dict[str, Any]:
+    def _result(self, started_at: str) -> JsonObject:
         stdout = bytes(self.captured["stdout"])
         stderr = bytes(self.captured["stderr"])
         outcome, provider = interpret_output(self.execution, stdout.decode("utf-8", "replace"), self.exit_code)
@@ -454,7 +481,7 @@ class _Supervision:
 # ----------------------------------------------------------------- ownership and state writes
 
 
-def owned_attempt(run: Run, task_id: str, attempt_id: str, backend: dict[str, Any]) -> Attempt:
+def owned_attempt(run: Run, task_id: str, attempt_id: str, backend: Backend) -> Attempt:
     """The guard of every write and poll of a running launch (SPEC 5.7 step 4)."""
     attempt = bound_attempt(task_of(run, task_id), {"attemptId": attempt_id, "backend": backend})
     process = attempt.get("process")
@@ -477,7 +504,7 @@ class _StateWriter(threading.Thread):
         run_id: str,
         task_id: str,
         attempt_id: str,
-        backend: dict[str, Any],
+        backend: Backend,
         child_pid: int | None,
         progress: Progress | None,
     ) -> None:
@@ -535,7 +562,7 @@ class _StateWriter(threading.Thread):
                 return
             self.done.wait(POLL_SECONDS)
 
-    def _emit(self, event: dict[str, Any]) -> None:
+    def _emit(self, event: JsonObject) -> None:
         if self.progress is not None:
             with contextlib.suppress(Exception):
                 self.progress(event)
@@ -549,7 +576,7 @@ class _LaunchHooks(Hooks):
         run_id: str,
         task_id: str,
         attempt_id: str,
-        backend: dict[str, Any],
+        backend: Backend,
         progress: Progress | None,
         should_stop: Callable[[], bool] | None,
     ) -> None:
@@ -607,7 +634,7 @@ def receipt_file(run_id: str, attempt_id: str) -> str:
     return f"{RECEIPTS_DIR}/{run_id}/{attempt_id}.json"
 
 
-def _store_receipt(attempt: Attempt, receipt: dict[str, Any], at: str, child_pid: int | None) -> None:
+def _store_receipt(attempt: Attempt, receipt: JsonObject, at: str, child_pid: int | None) -> None:
     """The finalization effects of SPEC 5.7 step 7 (shared by launch and a recovered receipt)."""
     process = attempt["process"]
     process["status"] = "finished"
@@ -630,7 +657,7 @@ def _store_receipt(attempt: Attempt, receipt: dict[str, Any], at: str, child_pid
 
 
 def write_receipt_file(
-    root: str, run_id: str, task_id: str, receipt: dict[str, Any], child_pid: int | None, problem: str
+    root: str, run_id: str, task_id: str, receipt: JsonObject, child_pid: int | None, problem: str
 ) -> str:
     """Keep a receipt the run state could not take (0600, checksummed); returns its path."""
     rel = receipt_file(run_id, receipt["attemptId"])
@@ -650,7 +677,7 @@ def write_receipt_file(
     return rel
 
 
-def read_receipt_file(root: str, run_id: str, attempt_id: str) -> dict[str, Any] | None:
+def read_receipt_file(root: str, run_id: str, attempt_id: str) -> JsonObject | None:
     """The recoverable receipt record for this attempt, None if there is none.
 
     Raises "Foreign or corrupt process receipt." for a file that is unsafe, unreadable or
@@ -685,7 +712,7 @@ def read_receipt_file(root: str, run_id: str, attempt_id: str) -> dict[str, Any]
     return record
 
 
-def kept_receipt_belongs(receipt: dict[str, Any], attempt: Attempt, plan_hash: str | None) -> bool:
+def kept_receipt_belongs(receipt: JsonObject, attempt: Attempt, plan_hash: str | None) -> bool:
     """Whether collect may store this kept receipt on ``attempt``: same attempt, same owning
     backend, same plan (``plan_hash`` None: not checked)."""
     return (
@@ -725,7 +752,7 @@ def _remove_receipt_file(root: str, run_id: str, attempt_id: str) -> None:
 # ----------------------------------------------------------------- launch (SPEC 5.7)
 
 
-def _interrupted_receipt(attempt_id: str, backend: dict[str, Any], plan_hash: str, message: str) -> dict[str, Any]:
+def _interrupted_receipt(attempt_id: str, backend: Backend, plan_hash: str, message: str) -> JsonObject:
     return {
         "schemaVersion": 1,
         "attemptId": attempt_id,
@@ -768,7 +795,7 @@ def launch_task(
             "ownerPid": pid(),
         }
     )
-    ids: dict[str, Any] = {}
+    ids: JsonObject = {}
 
     def prepare(root: str, run: Run) -> None:
         definition = next((d for d in run["plan"]["tasks"] if d.get("id") == task_id), None)
@@ -834,9 +861,7 @@ def launch_task(
             ) from None
 
 
-def _ownership_refusal(
-    root: str, run_id: str, task_id: str, attempt_id: str, backend: dict[str, Any]
-) -> NexusError | None:
+def _ownership_refusal(root: str, run_id: str, task_id: str, attempt_id: str, backend: Backend) -> NexusError | None:
     """The refusal the receipt's save would meet, read without the lock (like a launch poll);
     None when the attempt is still owned or the state cannot be read now."""
     try:
@@ -851,13 +876,13 @@ def _ownership_refusal(
 def _supervise_and_build(
     root: str,
     prepared: Run,
-    definition: dict[str, Any],
+    definition: TaskDefinition,
     hooks: _LaunchHooks,
     signals: _Signals,
     attempt_id: str,
-    backend: dict[str, Any],
-    ids: dict[str, Any],
-) -> dict[str, Any]:
+    backend: Backend,
+    ids: JsonObject,
+) -> JsonObject:
     """SPEC 5.7 steps 5-6: the supervisor's receipt, or the launch-interrupted receipt."""
     execution = definition["execution"]
     try:
@@ -899,7 +924,7 @@ def _supervise_and_build(
 
 def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
     options = _options(options)
-    recovered: dict[str, Any] = {}
+    recovered: JsonObject = {}
 
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
@@ -956,7 +981,7 @@ def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run
         at = now_iso()
         process["collectedAt"] = at
         execution = "ambiguous" if cancellation == "requested" else receipt.get("outcome")
-        attempt["execution"] = execution
+        attempt["execution"] = cast(str, execution)  # the outcome of a receipt whose hash matched
         attempt["observedAt"] = at
         if execution in ("completed", "failed"):
             attempt["endedAt"] = receipt.get("endedAt")

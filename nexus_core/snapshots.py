@@ -9,7 +9,6 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 from . import canonical
 from .errors import NexusError, fail
@@ -23,6 +22,7 @@ from .paths import (
     relative,
     safe_target,
 )
+from .shapes import TaskDefinition
 
 FILE_LIMIT = 16 * 1024 * 1024
 SCOPE_FILE_LIMIT = 10000
@@ -278,7 +278,7 @@ def executable(command: object) -> dict[str, str]:
     return {"command": real, "commandHash": hash_file(real)}
 
 
-def protected_snapshot(root: str, definition: dict[str, Any]) -> dict[str, str | None]:
+def protected_snapshot(root: str, definition: TaskDefinition) -> dict[str, str | None]:
     expected = definition["resourceHashes"]
     current = files_snapshot(root, list(expected), True)
     if not canonical.same(current, expected):

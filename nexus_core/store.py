@@ -7,12 +7,13 @@ import os
 import re
 import stat
 from _thread import get_ident  # not threading: a read-only inspect never needs it (start-up)
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple, cast
 
 from . import canonical
 from .errors import NexusError, fail
 from .paths import probe_state_dir, safe_target
+from .shapes import JsonObject, Run
 from .timeutil import now_iso
 
 BASE = ".bmad-plus/nexus"
@@ -22,8 +23,6 @@ RUN_FILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\.json\Z")
 STATE_LIMIT = 16 * 1024 * 1024
 LOAD_LIMIT = 2 * STATE_LIMIT
 TEMP_SUFFIX = ".tmp"
-
-Run = dict[str, Any]
 
 
 def fresh_run_advice(run_id: str) -> str:
@@ -287,10 +286,10 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
     ):
         raise foreign
     _check_run(root, run_id, run, plan_hash)
-    return run
+    return cast(Run, run)  # checked just above
 
 
-def _check_run(root: str, run_id: str, run: Run, plan_hash: str | None) -> None:
+def _check_run(root: str, run_id: str, run: Mapping[str, Any], plan_hash: str | None) -> None:
     """The checks of loadRun past the envelope's: identity, plan integrity, lifecycle records."""
     foreign = fail("Corrupt or foreign run state; original bytes were preserved.")
     if (
@@ -323,7 +322,7 @@ def _check_run(root: str, run_id: str, run: Run, plan_hash: str | None) -> None:
                 raise fail("Invalid attempt lifecycle record.")
 
 
-def _general_hashes(raw: bytes) -> tuple[dict[str, Any], Run, str, str | None]:
+def _general_hashes(raw: bytes) -> tuple[JsonObject, JsonObject, str, str | None]:
     """(envelope, run, run hash, plan hash) through the stdlib parser and the normalising walk."""
     try:
         envelope, needs_walk = canonical.parse_for_hashing(raw.decode("utf-8", "replace"))
@@ -458,14 +457,14 @@ def _dead_owned_temps(root: str, rel: str, depth: int) -> list[str]:
     entries = _directory_entries(root, rel)
     if entries is None:
         return []
-    from .hostinfo import pid_alive
+    from .hostinfo import pid_liveness
 
     fd, names = entries
     found: list[str] = []
     try:
         for name in names:
             match = OWNED_TEMP.match(name)
-            if match and not pid_alive(int(match.group(1))):
+            if match and pid_liveness(int(match.group(1))) == "dead":
                 found.append(f"{rel}/{name}")
             elif depth and not name.endswith(TEMP_SUFFIX):
                 found += _dead_owned_temps(root, f"{rel}/{name}", depth - 1)

@@ -1,18 +1,25 @@
-"""The facts with one home in nexus_core: a pid's liveness, an error's text, durations."""
+"""The facts with one home in nexus_core: a pid's liveness (and who may judge an owner by it), an
+error's text, durations."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import subprocess
 import sys
+import uuid
+from pathlib import Path
 
 import pytest
+from supervise_kit import Project, task_def
 
-from nexus_core import hostinfo
+from nexus_core import hostinfo, supervise
 from nexus_core.errors import NexusError, message_of
 from nexus_core.hostinfo import owner_liveness, pid_liveness, usable_pid
-from nexus_core.timeutil import age_text, duration_text, iso_from_ms
+from nexus_core.supervise import Snapshot
+from nexus_core.timeutil import age_text, duration_text, iso_from_ms, now_ms
 
 HERE = hostinfo.hostname()
 
@@ -89,3 +96,118 @@ def test_the_cli_per_task_vocabulary_is_the_mutation_table() -> None:
     from nexus_core import actions, cli
 
     assert set(cli.PER_TASK_ACTIONS) == {name for name, mutation in actions.MUTATIONS.items() if mutation.per_task}
+
+
+# ----------------------------------------------------------------- supervise judges owners by owner_liveness
+
+
+def _no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: object) -> None:
+        raise AssertionError("another host's pid (or an unusable one) must never be probed here")
+
+    monkeypatch.setattr(os, "kill", refuse)
+
+
+def _writer_lock(project: Project, owner: dict[str, object]) -> None:
+    record = {"token": str(uuid.uuid4()), **owner, "createdAt": "2026-01-01T00:00:00.000Z"}
+    fd = os.open(project.writer_lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, json.dumps(record, separators=(",", ":")).encode())
+    os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("host", "pid", "code", "outcome"),
+    [
+        (HERE + "-elsewhere", "dead here", 0, "accepted"),
+        (HERE + "-elsewhere", "alive here", 0, "accepted"),
+        (HERE + "-elsewhere", 0, 0, "accepted"),
+        (HERE, "dead here", 3, "needs-operator"),
+        (HERE, 0, 3, "needs-operator"),  # of this host but no pid: nothing can still hold it
+    ],
+)
+def test_wait_never_judges_a_lock_owner_of_another_host(
+    tmp_path: Path, host: str, pid: object, code: int, outcome: str
+) -> None:
+    """`nexus wait --json` on a run that has settled but for a writer.lock left behind: another
+    host's owner may still release it (whatever its pid means here), so the run's own verdict
+    stands; an owner of this host that is gone (or names no pid) needs an operator."""
+    project = Project(tmp_path)
+    project.create(task_def("a"))
+    project.finish("a")
+    process_id = {"dead here": _dead_pid(), "alive here": os.getpid()}.get(pid, pid)  # type: ignore[call-overload]
+    _writer_lock(project, {"pid": process_id, "hostname": host})
+    done = project.wait("--json", "--settle-grace", "0", "--idle-timeout", "20")
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert (done.returncode, summary["outcome"]) == (code, outcome), done.stderr
+
+
+def _running_verification(tmp_path: Path, owner: dict[str, object]) -> Snapshot:
+    project = Project(tmp_path)
+    project.create(task_def("a"))
+    project.start("a")
+    project.write("a")
+    project.record("a")
+    view = project.state()
+    view["tasks"][0]["attempts"][-1]["verification"] = {"status": "running", "owner": owner, "checks": []}
+    locks: dict[str, dict[str, object] | None] = {"writer": {"owner": owner}, "recovery": None}
+    return Snapshot(at_ms=now_ms(), view=view, locks=locks)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("pid", ["dead here", "alive here", 0, -1, 2**40])
+def test_supervise_never_reports_another_hosts_owner_dead_or_alive(
+    tmp_path: Path, pid: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The classify API (what wait and loop decide from): a verification running under another
+    host's owner is still verifying and keeps loop's tick waiting; that host's lock owner is never
+    'gone' nor probed here (os.kill would answer for an unrelated process of this host)."""
+    process_id = {"dead here": _dead_pid(), "alive here": os.getpid()}.get(pid, pid)  # type: ignore[call-overload]
+    snapshot = _running_verification(tmp_path, {"pid": process_id, "hostname": HERE + "-elsewhere"})
+    assert snapshot.view is not None
+    _no_probe(monkeypatch)
+    [state] = supervise.classify_run(snapshot.view, "a", snapshot.at_ms)
+    assert (state.state, state.category) == ("verifying", "moving")
+    assert supervise.lock_problem(snapshot) is None
+    reason = supervise.busy_reason(snapshot)
+    assert reason == f"writer.lock held by pid {process_id} on {HERE}-elsewhere"
+
+
+def test_supervise_reports_this_hosts_gone_owner_without_probing_an_unusable_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshot = _running_verification(tmp_path, {"pid": 0, "hostname": HERE})
+    assert snapshot.view is not None
+    _no_probe(monkeypatch)  # kill(0, 0) would probe our own process group and answer "alive"
+    [state] = supervise.classify_run(snapshot.view, "a", snapshot.at_ms)
+    assert state.state == "verifier-gone"
+    assert supervise.lock_problem(snapshot) == (
+        "writer.lock was left by pid 0, which is gone; inspect it, then recover-lock"
+    )
+
+
+def test_only_hostinfo_probes_pids() -> None:
+    """Every liveness judgement goes through nexus_core.hostinfo: no other module of the core or
+    the dashboard signals a pid to probe it (os.kill(pid, 0)) or calls the raw probe."""
+    import nexus_core
+    import nexus_tui
+
+    offenders = []
+    for package in (nexus_core, nexus_tui):
+        for path in Path(package.__path__[0]).rglob("*.py"):
+            if path.name == "hostinfo.py" and path.parent.name == "nexus_core":
+                continue
+            text = path.read_text(encoding="utf-8")
+            if re.search(r"os\.kill\([^)]*,\s*0\s*\)|\bpid_alive\b", text):
+                offenders.append(str(path))
+    assert offenders == []
+
+
+def test_inspect_survives_a_temp_file_whose_pid_is_past_pid_t(tmp_path: Path) -> None:
+    """A temporary's name is worker-controlled: a pid past pid_t is not probed (os.kill would
+    raise OverflowError) and the file is kept (its owner cannot be judged); a dead pid's is counted."""
+    project = Project(tmp_path)
+    receipts = project.root / ".bmad-plus" / "nexus" / "receipts"
+    receipts.mkdir(parents=True)
+    (receipts / f"x.json.9999999999.{uuid.uuid4()}.tmp").write_bytes(b"")
+    (receipts / f"y.json.{_dead_pid()}.{uuid.uuid4()}.tmp").write_bytes(b"")
+    done = project.nexus("inspect", "--json")
+    assert json.loads(done.stdout)["strayTempFiles"] == 1

@@ -452,16 +452,16 @@ def test_process_heartbeat_stale_and_finished(project: Project) -> None:
     assert events[0]["lastHeartbeat"] == "2026-01-01T00:00:00.000Z"
     observation = {"stale": False, "overdue": False}
     assert stale.view is not None and running.view is not None
-    verdict = classify_task(stale.view, stale.view["tasks"][0], observation, True, stale.at_ms, "vm")
+    verdict = classify_task(stale.view, stale.view["tasks"][0], observation, True, stale.at_ms)
     assert (verdict.state, verdict.category) == ("heartbeat-stale", "operator")
-    verdict = classify_task(running.view, running.view["tasks"][0], observation, True, running.at_ms, "vm")
+    verdict = classify_task(running.view, running.view["tasks"][0], observation, True, running.at_ms)
     assert (verdict.state, verdict.category) == ("running", "moving")
     receipt = {"outcome": "completed", "exitCode": 0, "reason": None}
     finished = _process_view(state, {"status": "finished", "heartbeatAt": fresh, "receipt": receipt})
     events = derive_events(running, finished, "demo")
     assert [(e["type"], e["outcome"], e["exitCode"]) for e in events] == [("process-finished", "completed", 0)]
     assert finished.view is not None
-    verdict = classify_task(finished.view, finished.view["tasks"][0], observation, True, finished.at_ms, "vm")
+    verdict = classify_task(finished.view, finished.view["tasks"][0], observation, True, finished.at_ms)
     assert (verdict.state, verdict.category) == ("awaiting-collect", "unfinished")
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ENGINE_PREFIX, NexusError
-from ..hostinfo import hostname, pid_alive, usable_pid
+from ..hostinfo import hostname, owner_gone, usable_pid
 from ..paths import root_of
 from ..store import check_state_file, run_path
 from ..timeutil import iso_from_ms
@@ -66,12 +66,11 @@ def this_runner() -> Runner:
 
 def runner_gone(pid: object, host: object, started: object) -> bool:
     """True when the claiming process is certainly gone; another host's cannot be told."""
-    if host != hostname():
-        return False
-    local = usable_pid(pid)
-    if local is None or not pid_alive(local):
+    if owner_gone(host, pid):
         return True
-    return started is not None and process_started(local) != started
+    # Alive (a usable pid of this host) or another host's; a reused pid has another start time.
+    local = usable_pid(pid)
+    return local is not None and host == hostname() and started is not None and process_started(local) != started
 
 
 # ----------------------------------------------------------------- shapes

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..engine import definition_of, is_active, latest
-from ..hostinfo import hostname, pid_alive, usable_pid
+from ..hostinfo import owner_gone
+from ..shapes import Attempt, JsonObject, Observation, Task
 from ..timeutil import now_ms
 from .events import Snapshot, View, _observations, heartbeat_stale
 
@@ -41,7 +40,7 @@ class TaskState:
     attempts_used: int
     max_attempts: int
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return {
             "task": self.task,
             "state": self.state,
@@ -53,59 +52,61 @@ class TaskState:
         }
 
 
-def _pid_gone(owner: object, this_host: str, alive: Callable[[int], bool]) -> bool:
-    if not isinstance(owner, dict) or owner.get("hostname") != this_host:
-        return False  # another host: we cannot tell, so it may still be running
-    owner_pid = usable_pid(owner.get("pid"))
-    if owner_pid is None:
-        return True  # no pid that can be probed: nothing of ours can still be running under it
-    return not alive(owner_pid)
+def _owner_gone(owner: object) -> bool:
+    """A lock's or a running verification's owner record ({"pid", "hostname", ...}) whose process
+    can no longer run (``hostinfo.owner_gone``); one that does not parse is not judged here."""
+    return isinstance(owner, dict) and owner_gone(owner.get("hostname"), owner.get("pid"))
+
+
+# (state, category, detail) of a task, before the attempt counts are added.
+_Found = tuple[str, str, str | None]
 
 
 def classify_task(
     view: View,
-    task: dict[str, Any],
-    observation: dict[str, Any],
+    task: Task,
+    observation: Observation,
     dependencies_done: bool,
     now: int,
-    this_host: str,
-    alive: Callable[[int], bool] = pid_alive,
 ) -> TaskState:
     """Where one task stands (see the README's "settled" table)."""
     definition = definition_of(view, task["id"])
     attempt = latest(task)
     used, budget = len(task["attempts"]), int(definition["maxAttempts"])
-
-    def state(name: str, category: str, detail: str | None = None) -> TaskState:
-        return TaskState(task["id"], name, category, detail, attempt["id"] if attempt else None, used, budget)
-
     stale_reason = observation.get("staleReason") if observation.get("stale") else None
+    found: _Found
     if task["integration"] == "accepted":
-        if stale_reason:
-            return state("stale-evidence", OPERATOR, stale_reason)
-        return state("accepted", DONE)
-    if attempt is None:
-        if not dependencies_done:
-            return state("waiting-on-dependencies", WAITING)
-        active = sum(1 for t in view["tasks"] if is_active(t))
-        if active >= view["plan"]["maxParallel"]:
-            # Its start waits for active work; if that work needs an operator, so does this.
-            return state(
-                "waiting-for-capacity", WAITING, f"{active} active of maxParallel {view['plan']['maxParallel']}"
-            )
-        return state("awaiting-start", MOVING, "every dependency is accepted; an agent may start it")
+        found = ("stale-evidence", OPERATOR, stale_reason) if stale_reason else ("accepted", DONE, None)
+    elif attempt is None:
+        found = _not_started(view, dependencies_done)
+    else:
+        found = _in_motion(attempt, observation, now) or _at_rest(attempt, stale_reason, used, budget)
+    name, category, detail = found
+    return TaskState(task["id"], name, category, detail, attempt["id"] if attempt else None, used, budget)
+
+
+def _not_started(view: View, dependencies_done: bool) -> _Found:
+    if not dependencies_done:
+        return ("waiting-on-dependencies", WAITING, None)
+    active = sum(1 for t in view["tasks"] if is_active(t))
+    if active >= view["plan"]["maxParallel"]:
+        # Its start waits for active work; if that work needs an operator, so does this.
+        return ("waiting-for-capacity", WAITING, f"{active} active of maxParallel {view['plan']['maxParallel']}")
+    return ("awaiting-start", MOVING, "every dependency is accepted; an agent may start it")
+
+
+def _in_motion(attempt: Attempt, observation: Observation, now: int) -> _Found | None:
+    """Work in motion: something is running that will change the state by itself (or was, and
+    needs an operator now that it stopped), else None."""
     execution = attempt["execution"]
-    verification = attempt["verification"]
-    cancellation = attempt.get("cancellation", {}).get("status")
     process = attempt.get("process") if isinstance(attempt.get("process"), dict) else None
     is_process = attempt["backend"].get("kind") == "process"
-    # Work in motion first: something is running that will change the state by itself.
-    if verification.get("status") == "running":
-        owner = verification.get("owner")
-        if _pid_gone(owner, this_host, alive):
+    if attempt["verification"].get("status") == "running":
+        owner = attempt["verification"].get("owner")
+        if _owner_gone(owner):
             pid_text = owner.get("pid") if isinstance(owner, dict) else None
-            return state("verifier-gone", OPERATOR, f"verification left running by pid {pid_text}, which is gone")
-        return state("verifying", MOVING)
+            return ("verifier-gone", OPERATOR, f"verification left running by pid {pid_text}, which is gone")
+        return ("verifying", MOVING, None)
     if (
         is_process
         and (process is None or process.get("status") != "finished")
@@ -113,36 +114,42 @@ def classify_task(
     ):
         if heartbeat_stale(attempt, now):
             beat = (process or {}).get("heartbeatAt")
-            return state("heartbeat-stale", OPERATOR, f"process supervisor heartbeat stale (last {beat})")
-        return state("launching" if process is None or process.get("status") == "starting" else "running", MOVING)
+            return ("heartbeat-stale", OPERATOR, f"process supervisor heartbeat stale (last {beat})")
+        return ("launching" if process is None or process.get("status") == "starting" else "running", MOVING, None)
     if is_process and execution == "running" and process is not None and not process.get("collectedAt"):
-        return state("awaiting-collect", UNFINISHED, "the process finished; collect its receipt")
-    if execution == "running" and cancellation == "none":
+        return ("awaiting-collect", UNFINISHED, "the process finished; collect its receipt")
+    if execution == "running" and attempt.get("cancellation", {}).get("status") == "none":
         if observation.get("overdue"):
-            return state("overdue", OPERATOR, f"past its deadline {attempt.get('deadline')}")
-        return state("running", MOVING)
-    # Nothing runs: either someone must decide, or the next routine step awaits an agent.
-    if cancellation == "requested":
-        return state("cancellation-requested", OPERATOR, "cancellation requested; reconcile the attempt")
+            return ("overdue", OPERATOR, f"past its deadline {attempt.get('deadline')}")
+        return ("running", MOVING, None)
+    return None
+
+
+def _at_rest(attempt: Attempt, stale_reason: str | None, used: int, budget: int) -> _Found:
+    """Nothing runs: either someone must decide, or the next routine step awaits an agent."""
+    execution = attempt["execution"]
+    verification = attempt["verification"].get("status")
+    if attempt.get("cancellation", {}).get("status") == "requested":
+        return ("cancellation-requested", OPERATOR, "cancellation requested; reconcile the attempt")
     if execution == "blocked":
-        return state("blocked", OPERATOR, attempt.get("blockedRequest"))
+        return ("blocked", OPERATOR, attempt.get("blockedRequest"))
     if execution == "ambiguous":
-        return state("ambiguous", OPERATOR, "the execution outcome is ambiguous; reconcile the attempt")
-    if verification.get("status") == "ambiguous":
-        return state("verification-ambiguous", OPERATOR, "the verification is ambiguous; reconcile the attempt")
+        return ("ambiguous", OPERATOR, "the execution outcome is ambiguous; reconcile the attempt")
+    if verification == "ambiguous":
+        return ("verification-ambiguous", OPERATOR, "the verification is ambiguous; reconcile the attempt")
     if stale_reason:
-        return state("stale-evidence", OPERATOR, stale_reason)
-    if execution == "completed" and verification.get("status") == "pending":
+        return ("stale-evidence", OPERATOR, stale_reason)
+    if execution == "completed" and verification == "pending":
         if attempt.get("verificationRounds", 0) >= budget:
-            return state("verification-limit", OPERATOR, "verification restart limit reached")
-        return state("awaiting-verify", UNFINISHED)
-    if verification.get("status") == "passed" and execution == "completed":
-        return state("awaiting-accept", UNFINISHED)
+            return ("verification-limit", OPERATOR, "verification restart limit reached")
+        return ("awaiting-verify", UNFINISHED, None)
+    if verification == "passed" and execution == "completed":
+        return ("awaiting-accept", UNFINISHED, None)
     # A terminal attempt: failed, cancelled, or its verification failed.
-    what = "verification failed" if verification.get("status") == "failed" else f"execution {execution}"
+    what = "verification failed" if verification == "failed" else f"execution {execution}"
     if used >= budget:
-        return state("budget-spent", BUDGET, f"{what}; {used} of {budget} attempts used")
-    return state("retry-pending", OPERATOR, f"{what}; {used} of {budget} attempts used, retry is a decision")
+        return ("budget-spent", BUDGET, f"{what}; {used} of {budget} attempts used")
+    return ("retry-pending", OPERATOR, f"{what}; {used} of {budget} attempts used, retry is a decision")
 
 
 def _closure(view: View, task_id: str | None) -> list[str]:
@@ -161,11 +168,8 @@ def _closure(view: View, task_id: str | None) -> list[str]:
     return [t for t in order if t in needed]
 
 
-def classify_run(
-    view: View, task_id: str | None = None, now: int | None = None, alive: Callable[[int], bool] = pid_alive
-) -> list[TaskState]:
+def classify_run(view: View, task_id: str | None = None, now: int | None = None) -> list[TaskState]:
     moment = now_ms() if now is None else now
-    this_host = hostname()
     observations = _observations(view)
     tasks = {t["id"]: t for t in view["tasks"]}
     states: dict[str, TaskState] = {}
@@ -175,7 +179,7 @@ def classify_run(
             return states[current]
         dependencies = [d for d in definition_of(view, current)["dependsOn"] if d not in trail]
         done = all(resolve(d, trail | {current}).category == DONE for d in dependencies)
-        result = classify_task(view, tasks[current], observations.get(current, {}), done, moment, this_host, alive)
+        result = classify_task(view, tasks[current], observations.get(current, {}), done, moment)
         states[current] = result
         return result
 
@@ -195,7 +199,7 @@ def _listing(states: list[TaskState]) -> str:
     return "; ".join(f"{s.task}: {s.state}" + (f" ({s.detail})" if s.detail else "") for s in states)
 
 
-def lock_problem(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) -> str | None:
+def lock_problem(snapshot: Snapshot) -> str | None:
     """A lock that blocks every mutation until an operator acts: unsafe, unreadable, or left by
     a process that is gone (on this host; another host's owner cannot be probed)."""
     for name, lock in snapshot.locks.items():
@@ -206,7 +210,7 @@ def lock_problem(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) -
         owner = lock.get("owner")
         if not isinstance(owner, dict):
             return f"{name}.lock has no readable owner; inspect it, then recover-lock"
-        if _pid_gone(owner, hostname(), alive):
+        if _owner_gone(owner):
             return f"{name}.lock was left by pid {owner.get('pid')}, which is gone; inspect it, then recover-lock"
     return None
 

@@ -8,22 +8,23 @@ change that happens between two looks is still reported (merged into one look), 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .. import canonical
 from ..engine import latest
 from ..errors import NexusError
 from ..locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from ..observe import HEARTBEAT_STALE_MS, inspect_loaded
+from ..shapes import Attempt, Inspection, JsonObject, LockSnapshot, Observation, Task, Verification
 from ..snapshots import observational_hashes
 from ..store import BASE, parse_run, read_state_bytes, run_path
 from ..terminal import terminal_safe_json
 from ..timeutil import iso_from_ms, now_ms, parse_iso_ms
 
-View = dict[str, Any]
-Event = dict[str, Any]
+View = Inspection
+Event = JsonObject
 Emit = Callable[[str], None]
 
 LOCK_NAMES = {"writer": WRITER_LOCK, "recovery": RECOVERY_LOCK}
@@ -39,15 +40,15 @@ class Snapshot:
     view: View | None
     error: str | None = None
     unknown: bool = False
-    locks: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    recoveries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    locks: dict[str, LockSnapshot | None] = field(default_factory=dict)
+    recoveries: dict[str, JsonObject] = field(default_factory=dict)
 
     @property
     def sequence(self) -> int | None:
         return self.view["sequence"] if self.view is not None else None
 
 
-def _dict(value: object) -> dict[str, Any]:
+def _dict(value: object) -> JsonObject:
     return value if isinstance(value, dict) else {}
 
 
@@ -59,21 +60,21 @@ def _message(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def _lock_view(root: str, rel: str) -> dict[str, Any] | None:
+def _lock_view(root: str, rel: str) -> LockSnapshot | None:
     try:
         return lock_snapshot(root, rel)
     except (NexusError, OSError) as error:
         # A lock path that is a symlink or a directory: present, and not to be trusted.
-        return {"hash": None, "owner": None, "unsafe": _message(error)}
+        return cast(LockSnapshot, {"hash": None, "owner": None, "unsafe": _message(error)})
 
 
-def _recovery_receipts(root: str, known: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _recovery_receipts(root: str, known: dict[str, JsonObject]) -> dict[str, JsonObject]:
     """Lock-recovery receipts by file name; receipts never change, so known ones are reused."""
     try:
         names = os.listdir(os.path.join(root, LOCK_RECOVERY_DIR))
     except OSError:
         return {}
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, JsonObject] = {}
     for name in names:
         if not name.endswith(".json"):
             continue
@@ -93,7 +94,7 @@ def _recovery_receipts(root: str, known: dict[str, dict[str, Any]]) -> dict[str,
 def take_snapshot(
     root: str,
     run_id: str,
-    known_recoveries: dict[str, dict[str, Any]] | None = None,
+    known_recoveries: dict[str, JsonObject] | None = None,
     hash_cache: dict[tuple[int, ...], str] | None = None,
 ) -> Snapshot:
     """Read-only: lstat, open for reading and listdir only."""
@@ -104,7 +105,7 @@ def take_snapshot(
         _, raw = read_state_bytes(root, run_id)
         run = parse_run(root, run_id, raw)
         with observational_hashes(hash_cache if hash_cache is not None else {}):
-            view = inspect_loaded(root, run, at)
+            view = cast(View, inspect_loaded(root, run, at))
     except Exception as error:
         message = _message(error)
         unknown = isinstance(error, NexusError) and "Unknown run:" in message
@@ -132,11 +133,11 @@ def fingerprint(root: str, run_id: str) -> tuple[Any, ...]:
 # ----------------------------------------------------------------- events
 
 
-def _observations(view: View) -> dict[str, dict[str, Any]]:
+def _observations(view: View) -> dict[str, Observation]:
     return {o["taskId"]: o for o in view.get("observations") or []}
 
 
-def heartbeat_stale(attempt: dict[str, Any], now: int) -> bool:
+def heartbeat_stale(attempt: Attempt, now: int) -> bool:
     """A launched process whose supervisor stopped beating (or never acknowledged the spawn)."""
     if attempt["backend"].get("kind") != "process":
         return False
@@ -148,17 +149,17 @@ def heartbeat_stale(attempt: dict[str, Any], now: int) -> bool:
     return beat is None or now - beat > HEARTBEAT_STALE_MS
 
 
-def _verifications(attempt: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {}
+def _verifications(attempt: Attempt) -> dict[str, Verification]:
+    found: dict[str, Verification] = {}
     for verification in [*attempt.get("verificationHistory", []), attempt["verification"]]:
         if isinstance(verification, dict) and isinstance(verification.get("id"), str):
             found[verification["id"]] = verification
     return found
 
 
-def _blank_attempt(attempt: dict[str, Any]) -> dict[str, Any]:
+def _blank_attempt(attempt: Attempt) -> Attempt:
     """What a new attempt looked like when begun: its later changes are reported as events too."""
-    return {
+    blank: JsonObject = {
         "id": attempt["id"],
         "backend": attempt["backend"],
         "execution": "running",
@@ -169,6 +170,7 @@ def _blank_attempt(attempt: dict[str, Any]) -> dict[str, Any]:
         "cancellation": {"status": "none"},
         "startedAt": attempt.get("startedAt"),
     }
+    return cast(Attempt, blank)
 
 
 class _Events:
@@ -188,7 +190,7 @@ class _Events:
         self.items.append(event)
 
 
-def _lock_owner(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+def _lock_owner(snapshot: Mapping[str, Any]) -> JsonObject | None:
     owner = snapshot.get("owner")
     if not isinstance(owner, dict):
         return None
@@ -237,9 +239,7 @@ def _lock_events(out: _Events, before: Snapshot, after: Snapshot) -> None:
         )
 
 
-def _attempt_events(
-    out: _Events, task_id: str, old: dict[str, Any] | None, new: dict[str, Any], old_now: int, now: int
-) -> None:
+def _attempt_events(out: _Events, task_id: str, old: Attempt | None, new: Attempt, old_now: int, now: int) -> None:
     """Changes of one attempt; ``old`` is None for an attempt first seen now."""
     was_stale = old is not None and heartbeat_stale(old, old_now)
     old = old if old is not None else _blank_attempt(new)
@@ -257,7 +257,7 @@ def _attempt_events(
         explained = True
     old_process, new_process = _dict(old.get("process")), _dict(new.get("process"))
     if new_process.get("status") == "finished" and old_process.get("status") != "finished":
-        receipt = _dict(new_process.get("receipt"))
+        receipt: Mapping[str, Any] = _dict(new_process.get("receipt"))
         out.add(
             "process-finished",
             task_id,
@@ -292,7 +292,7 @@ def _attempt_events(
         explained = True
     old_verifications = _verifications(old)
     for verification_id, verification in _verifications(new).items():
-        before = old_verifications.get(verification_id, {"status": None, "checks": []})
+        before: Mapping[str, Any] = old_verifications.get(verification_id, {"status": None, "checks": []})
         if before["status"] is None:
             out.add("verification-started", task_id, attempt_id, verification=verification_id)
         for receipt in verification.get("checks", [])[len(before.get("checks", [])) :]:
@@ -351,33 +351,43 @@ def derive_events(
         if tasks is not None and task_id not in tasks:
             continue
         old_task = old_tasks.get(task_id, {"integration": "pending", "attempts": []})
-        old_attempts = {a["id"]: a for a in old_task["attempts"]}
-        for attempt in task["attempts"]:
-            previous = old_attempts.get(attempt["id"])
-            if previous is None:
-                out.add(
-                    "attempt-started",
-                    task_id,
-                    attempt["id"],
-                    backend=attempt["backend"].get("kind"),
-                    parentAttemptId=attempt.get("parentAttemptId"),
-                    deadline=attempt.get("deadline"),
-                )
-            _attempt_events(out, task_id, previous, attempt, before.at_ms, after.at_ms)
-        if task["integration"] == "accepted" and old_task["integration"] != "accepted":
-            receipt = task.get("integrationReceipt") or {}
-            out.add("accepted", task_id, receipt.get("attemptId"))
-        old_seen = old_observations.get(task_id, {})
-        seen = new_observations.get(task_id, {})
-        same_attempt = old_seen.get("attemptId") == seen.get("attemptId")
-        if seen.get("overdue") and not (same_attempt and old_seen.get("overdue")):
-            current = latest(task) or {}
-            out.add("attempt-overdue", task_id, seen.get("attemptId"), deadline=current.get("deadline"))
-        if seen.get("stale") and not old_seen.get("stale"):
-            out.add("evidence-stale", task_id, seen.get("attemptId"), reason=seen.get("staleReason"))
-        elif old_seen.get("stale") and not seen.get("stale"):
-            out.add("evidence-current", task_id, seen.get("attemptId"))
+        _task_events(out, old_task, task, before.at_ms, after.at_ms)
+        _observation_events(out, task, old_observations.get(task_id, {}), new_observations.get(task_id, {}))
     return out.items
+
+
+def _task_events(out: _Events, old_task: Task, task: Task, old_now: int, now: int) -> None:
+    """Changes of one task's records: its attempts, its acceptance."""
+    task_id = task["id"]
+    old_attempts = {a["id"]: a for a in old_task["attempts"]}
+    for attempt in task["attempts"]:
+        previous = old_attempts.get(attempt["id"])
+        if previous is None:
+            out.add(
+                "attempt-started",
+                task_id,
+                attempt["id"],
+                backend=attempt["backend"].get("kind"),
+                parentAttemptId=attempt.get("parentAttemptId"),
+                deadline=attempt.get("deadline"),
+            )
+        _attempt_events(out, task_id, previous, attempt, old_now, now)
+    if task["integration"] == "accepted" and old_task["integration"] != "accepted":
+        receipt = task.get("integrationReceipt") or {}
+        out.add("accepted", task_id, receipt.get("attemptId"))
+
+
+def _observation_events(out: _Events, task: Task, old_seen: Observation, seen: Observation) -> None:
+    """Changes of what inspect observes about one task: overdue, stale, current again."""
+    task_id = task["id"]
+    same_attempt = old_seen.get("attemptId") == seen.get("attemptId")
+    if seen.get("overdue") and not (same_attempt and old_seen.get("overdue")):
+        current = latest(task) or {}
+        out.add("attempt-overdue", task_id, seen.get("attemptId"), deadline=current.get("deadline"))
+    if seen.get("stale") and not old_seen.get("stale"):
+        out.add("evidence-stale", task_id, seen.get("attemptId"), reason=seen.get("staleReason"))
+    elif old_seen.get("stale") and not seen.get("stale"):
+        out.add("evidence-current", task_id, seen.get("attemptId"))
 
 
 def _short(value: object) -> str:
@@ -409,7 +419,7 @@ def render_event(event: Event) -> str:
 # ----------------------------------------------------------------- event log
 
 
-def json_line(value: dict[str, Any]) -> str:
+def json_line(value: JsonObject) -> str:
     """One JSON line of wait's or the scheduler's output (events, the summary, the error), for
     stdout and the event log alike: canonical JSON, C1 and bidi controls escaped for a terminal."""
     return terminal_safe_json(canonical.compact(value)) + "\n"

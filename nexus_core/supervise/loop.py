@@ -11,17 +11,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .. import canonical
 from ..engine import definition_of, latest
 from ..errors import NexusError
-from ..hostinfo import hostname, pid_alive
 from ..paths import root_of
+from ..shapes import JsonObject, Task
 from ..store import run_path
 from ..terminal import terminal_safe
 from ..timeutil import iso_from_ms, now_ms
-from .classify import _pid_gone, classify_run
+from .classify import _owner_gone, classify_run
 from .events import Emit, Snapshot, View, _dict, _short, derive_events, heartbeat_stale, render_event, take_snapshot
 
 LOOP_TICK_CAP = 500
@@ -71,15 +70,14 @@ class LoopStop:
         self.event.set()
 
 
-def busy_reason(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) -> str | None:
+def busy_reason(snapshot: Snapshot) -> str | None:
     """Why a tick must not run now, or None."""
-    this_host = hostname()
     for name, lock in snapshot.locks.items():
         if lock is None:
             continue
         owner = _dict(lock.get("owner"))
         where = f"pid {owner.get('pid')} on {owner.get('hostname')}"
-        if _pid_gone(owner, this_host, alive):
+        if _owner_gone(owner):
             where += ", not alive here: inspect, then recover-lock"
         return f"{name}.lock held by {where}"
     if snapshot.view is None:
@@ -89,7 +87,7 @@ def busy_reason(snapshot: Snapshot, alive: Callable[[int], bool] = pid_alive) ->
         if attempt is None:
             continue
         verification = attempt["verification"]
-        if verification.get("status") == "running" and not _pid_gone(verification.get("owner"), this_host, alive):
+        if verification.get("status") == "running" and not _owner_gone(verification.get("owner")):
             return f"a verification of {task['id']} is running"
         process = attempt.get("process") if isinstance(attempt.get("process"), dict) else None
         if (
@@ -190,20 +188,25 @@ def verify_in_own_process_group(
             child.communicate()
             say(f"  the verification of {task_id} did not stop by itself; its process group was killed")
             return VerifyResult(False, None, True)
+    return VerifyResult(True, _verified_status(output, child.returncode, task_id, say), interrupted_at is not None)
+
+
+def _verified_status(output: bytes, exit_code: int, task_id: str, say: Callable[[str], None]) -> str | None:
+    """The verification status in a finished ``nexus verify --json``'s output, said as it is."""
     try:
         result = canonical.parse(output.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
         result = None
     status: str | None = None
     if isinstance(result, dict) and isinstance(result.get("tasks"), list):
-        task: dict[str, Any] = next((t for t in result["tasks"] if t.get("id") == task_id), {})
+        task: Task = next((t for t in result["tasks"] if t.get("id") == task_id), Task())
         status = _dict((latest(task) or {}).get("verification")).get("status")
         say(f"  verified {task_id}: {status}")
     elif isinstance(result, dict) and "error" in result:
         say(f"  verify {task_id} refused: {result['error']}")
     else:
-        say(f"  verify {task_id} ended with exit {child.returncode} and no readable result")
-    return VerifyResult(True, status, interrupted_at is not None)
+        say(f"  verify {task_id} ended with exit {exit_code} and no readable result")
+    return status
 
 
 @dataclass
@@ -261,7 +264,7 @@ def run_tick(
 class TickCache:
     """What successive ticks of one run reuse: known lock-recovery receipts, file hashes."""
 
-    recoveries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    recoveries: dict[str, JsonObject] = field(default_factory=dict)
     hashes: dict[tuple[int, ...], str] = field(default_factory=dict)
 
 

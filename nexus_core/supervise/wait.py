@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import NexusError
 from ..paths import root_of
+from ..shapes import JsonObject
 from ..store import BASE, run_path
 from ..timeutil import iso_from_ms, now_ms
 from .classify import (
@@ -83,6 +84,43 @@ class WaitResult:
     sequence: int | None
 
 
+def _wakes(root: str, force_polling: bool) -> tuple[Iterator[str], str]:
+    """What wakes the watcher up, and its name for watch-started's ``mode``."""
+    if force_polling:
+        return poll_wakes(), "polling"
+    return watch_wakes(root), "watchfiles"
+
+
+def _check_target(first: Snapshot, run_id: str, task_id: str | None) -> None:
+    """Refuse an unknown run, or a task the run does not have (as the watcher's own error)."""
+    if first.unknown:
+        raise NexusError(first.error or f"Unknown run: {run_id}")
+    if task_id is not None and first.view is not None and task_id not in {t["id"] for t in first.view["tasks"]}:
+        names = ", ".join(t["id"] for t in first.view["tasks"])
+        raise NexusError(f"Unknown task: {task_id} (run {run_id} has {names})")
+
+
+@dataclass
+class _Settling:
+    """A settled verdict ends the wait once it has held for ``grace`` seconds (the same code,
+    sequence and error), or at once when it is final (accepted, budget spent, an error)."""
+
+    grace: float
+    key: tuple[Any, ...] | None = None
+    since: float | None = None
+
+    def done(self, verdict: Verdict, current: Snapshot, moment: float) -> bool:
+        if not verdict.settled:
+            self.key = self.since = None
+            return False
+        key = (verdict.code, current.sequence, current.error)
+        final = verdict.code in (EXIT_ACCEPTED, EXIT_BUDGET, EXIT_ERROR) or self.grace <= 0
+        if key != self.key:
+            self.key, self.since = key, moment
+        assert self.since is not None
+        return final or moment - self.since >= self.grace
+
+
 def wait_for_run(
     directory: str,
     run_id: str,
@@ -105,14 +143,10 @@ def wait_for_run(
     run_path(run_id)  # the run id's own rule, before anything else
     if event_log is not None:
         check_log_path(event_log, root)
-    recoveries: dict[str, dict[str, Any]] = {}
+    recoveries: dict[str, JsonObject] = {}
     hashes: dict[tuple[int, ...], str] = {}
     current = take_snapshot(root, run_id, recoveries, hashes)
-    if current.unknown:
-        raise NexusError(current.error or f"Unknown run: {run_id}")
-    if task_id is not None and current.view is not None and task_id not in {t["id"] for t in current.view["tasks"]}:
-        names = ", ".join(t["id"] for t in current.view["tasks"])
-        raise NexusError(f"Unknown task: {task_id} (run {run_id} has {names})")
+    _check_target(current, run_id, task_id)
     log = EventLog(event_log) if event_log is not None else None
     closure = set(_closure(current.view, task_id)) if current.view is not None and task_id else None
     count = 0
@@ -125,14 +159,10 @@ def wait_for_run(
             log.write(line)
         count += 1
 
-    if wakes is None:
-        wakes = poll_wakes() if force_polling else watch_wakes(root)
-        mode = "polling" if force_polling else "watchfiles"
-    else:
-        mode = "injected"
+    wakes, mode = (wakes, "injected") if wakes is not None else _wakes(root, force_polling)
     try:
         started = _Events(run_id, current.sequence, current.at_ms)
-        extra: dict[str, Any] = {"mode": mode, "idleTimeout": idle_timeout, "settleGrace": settle_grace}
+        extra: JsonObject = {"mode": mode, "idleTimeout": idle_timeout, "settleGrace": settle_grace}
         if current.error is not None:
             extra["error"] = current.error
         started.add("watch-started", task_id, **extra)
@@ -140,22 +170,13 @@ def wait_for_run(
         last_change = monotonic()
         last_full = last_change
         last_print = fingerprint(root, run_id)
-        pending_since: float | None = None
-        pending_key: tuple[Any, ...] | None = None
+        settling = _Settling(settle_grace)
         readable: Snapshot | None = current if current.view is not None else None
         while True:
             verdict = verdict_for(current, run_id, task_id)
             moment = monotonic()
-            if verdict.settled:
-                key = (verdict.code, current.sequence, current.error)
-                final = verdict.code in (EXIT_ACCEPTED, EXIT_BUDGET, EXIT_ERROR) or settle_grace <= 0
-                if key != pending_key:
-                    pending_key, pending_since = key, moment
-                assert pending_since is not None
-                if final or moment - pending_since >= settle_grace:
-                    return WaitResult(verdict.code or 0, verdict.message, count, verdict, current.sequence)
-            else:
-                pending_key = pending_since = None
+            if settling.done(verdict, current, moment):
+                return WaitResult(verdict.code or 0, verdict.message, count, verdict, current.sequence)
             if idle_timeout > 0 and moment - last_change >= idle_timeout:
                 message = f"no change for {idle_timeout:g} s (idle timeout). {verdict.message}"
                 return WaitResult(EXIT_IDLE, message, count, verdict, current.sequence)
@@ -176,18 +197,22 @@ def wait_for_run(
             if current.view is not None:
                 readable = current
     finally:
-        if log is not None:
-            log.close()
-        close = getattr(wakes, "close", None)
-        if close is not None:
-            close()
+        _close(log, wakes)
 
 
-def summary_object(run_id: str, task_id: str | None, result: WaitResult) -> dict[str, Any]:
+def _close(log: EventLog | None, wakes: Iterator[str]) -> None:
+    if log is not None:
+        log.close()
+    close = getattr(wakes, "close", None)
+    if close is not None:
+        close()
+
+
+def summary_object(run_id: str, task_id: str | None, result: WaitResult) -> JsonObject:
     status = {EXIT_IDLE: "idle-timeout", EXIT_ERROR: "error", EXIT_INTERRUPTED: "interrupted"}.get(
         result.code, "settled"
     )
-    summary: dict[str, Any] = {
+    summary: JsonObject = {
         "type": "summary",
         "schemaVersion": 1,
         "time": iso_from_ms(now_ms()),

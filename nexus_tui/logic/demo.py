@@ -22,6 +22,7 @@ from typing import Any
 from nexus_core import canonical, engine, process, timeutil
 from nexus_core.hostinfo import hostname as this_hostname
 from nexus_core.locks import WRITER_LOCK
+from nexus_core.shapes import JsonObject
 from nexus_core.store import load_run, make_dirs
 
 # Linux's PID_MAX_LIMIT: no process can have this pid, so a liveness probe always says dead.
@@ -163,14 +164,14 @@ def _task(
     deadline_ms: int | None = None,
     lint: bool = True,
     max_attempts: int = 2,
-) -> dict[str, Any]:
+) -> JsonObject:
     artifact = f"out/{task_id}/{task_id}.txt"
-    checks: list[dict[str, Any]] = [
+    checks: list[JsonObject] = [
         {"id": "content", "command": "python", "args": ["checks/content.py", task_id, needle], "timeoutMs": 20000},
     ]
     if lint:
         checks.append({"id": "lint", "command": "/bin/sh", "args": ["checks/lint.sh", task_id], "timeoutMs": 20000})
-    task: dict[str, Any] = {
+    task: JsonObject = {
         "id": task_id,
         "objective": objective,
         "dependsOn": depends or [],
@@ -199,11 +200,11 @@ class _Driver:
     def produce(self, task_id: str, content: str) -> None:
         _write(self.root, f"out/{task_id}/{task_id}.txt", content)
 
-    def start(self, task_id: str, backend: dict[str, Any] = HOST) -> None:
+    def start(self, task_id: str, backend: JsonObject = HOST) -> None:
         engine.start_task(self.root, self.run_id, task_id, {"backend": backend})
 
-    def record(self, task_id: str, summary: str, backend: dict[str, Any] = HOST, outcome: str = "completed") -> None:
-        options: dict[str, Any] = {
+    def record(self, task_id: str, summary: str, backend: JsonObject = HOST, outcome: str = "completed") -> None:
+        options: JsonObject = {
             "attemptId": self.attempt_id(task_id),
             "backend": backend,
             "outcome": outcome,
@@ -235,7 +236,7 @@ class _Driver:
             self.accept(task_id)
 
 
-def release_plan(with_process: bool) -> dict[str, Any]:
+def release_plan(with_process: bool) -> JsonObject:
     tasks = [
         _task("schema", "Write the v2 schema to out/schema/schema.txt.", "version: 2"),
         _task("api", "Implement the API described by the schema.", "endpoints:", depends=["schema"]),

@@ -23,6 +23,7 @@ from nexus_core.errors import message_of
 from nexus_core.hostinfo import owner_liveness, usable_pid
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
 from nexus_core.paths import root_of
+from nexus_core.shapes import JsonObject, LockSnapshot, Observation, Record, Run, Task
 from nexus_core.snapshots import observational_hashes
 from nexus_core.store import RUNS, list_run_ids, list_temp_files, parse_run, read_state_bytes, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
@@ -48,7 +49,7 @@ ATTENTION = frozenset({"blocked", "ambiguous", "failed", "cancelled", "rejected"
 ACTIVE_STATES = frozenset({"running", "verifying", "blocked", "ambiguous", "cancelling"})
 
 
-def task_state(task: dict[str, Any]) -> str:
+def task_state(task: Record) -> str:
     """One word for where a task stands, derived from its record (never from the clock)."""
     if task.get("integration") == "accepted":
         return "accepted"
@@ -115,7 +116,7 @@ class RunView:
     updated_at: str | None
     objective_count: int
     # The core's full inspection (run + observations), for the detail pane.
-    inspection: dict[str, Any] | None
+    inspection: JsonObject | None
     # Why the latest read failed; the rows are then the last good ones.
     error: str | None = None
     # Scopes of tasks with passed or accepted evidence: their edits change "stale".
@@ -123,7 +124,7 @@ class RunView:
     # Any task whose flags move with the clock (active attempt, process heartbeat).
     time_sensitive: bool = False
     # The core's observations (kept for every run; the full inspection only for the focus run).
-    observations: tuple[dict[str, Any], ...] = ()
+    observations: tuple[JsonObject, ...] = ()
     # Listed in the inventory, not read yet (first load in progress).
     loading: bool = False
 
@@ -169,7 +170,7 @@ class ProjectSnapshot:
         return None
 
 
-def lock_view(name: str, snapshot: dict[str, Any] | None, hint: str | None = None) -> LockView:
+def lock_view(name: str, snapshot: LockSnapshot | None, hint: str | None = None) -> LockView:
     if snapshot is None:
         return LockView(name, False)
     owner = snapshot.get("owner")
@@ -192,13 +193,13 @@ def lock_view(name: str, snapshot: dict[str, Any] | None, hint: str | None = Non
     )
 
 
-def _depends(definition: dict[str, Any] | None) -> tuple[str, ...]:
+def _depends(definition: Record | None) -> tuple[str, ...]:
     if not definition:
         return ()
     return tuple(str(d) for d in definition.get("dependsOn") or ())
 
 
-def build_rows(inspection: dict[str, Any], reusable: dict[str, TaskRow] | None = None) -> tuple[TaskRow, ...]:
+def build_rows(inspection: JsonObject, reusable: dict[str, TaskRow] | None = None) -> tuple[TaskRow, ...]:
     """``reusable``: rows known to be unchanged (same record, plan and observation)."""
     definitions = {d.get("id"): d for d in inspection["plan"]["tasks"]}
     observations = {o["taskId"]: o for o in inspection.get("observations") or []}
@@ -232,7 +233,7 @@ def build_rows(inspection: dict[str, Any], reusable: dict[str, TaskRow] | None =
 
 
 def build_view(
-    run_id: str, inspection: dict[str, Any], keep_inspection: bool = True, reusable: dict[str, TaskRow] | None = None
+    run_id: str, inspection: JsonObject, keep_inspection: bool = True, reusable: dict[str, TaskRow] | None = None
 ) -> RunView:
     rows = build_rows(inspection, reusable)
     counts: dict[str, int] = {}
@@ -266,7 +267,7 @@ def build_view(
     )
 
 
-def _time_dependent(task: dict[str, Any]) -> bool:
+def _time_dependent(task: Task) -> bool:
     attempts = task.get("attempts") or []
     if not attempts:
         return False
@@ -281,7 +282,7 @@ def _time_ms(text: object) -> int | None:
     return _parse_time(text) if isinstance(text, str) else None
 
 
-def refresh_time_flags(observation: dict[str, Any], task: dict[str, Any], now: int) -> dict[str, Any]:
+def refresh_time_flags(observation: JsonObject, task: Task, now: int) -> JsonObject:
     """The observation with its clock-derived fields recomputed for ``now``: ``overdue`` (as
     observe_task computes it) and the process observation (the core's own function). Everything
     else in an observation depends on files, not on the clock (tests compare with inspect)."""
@@ -325,9 +326,9 @@ class _FileMemo:
     # ``run`` is kept (then the records themselves are compared, which is faster).
     task_keys: dict[str, int] | None = field(default_factory=dict)
     # Records of the tasks whose flags move with the clock (the 1 s tick needs only these).
-    clocked: dict[str, dict[str, Any]] = field(default_factory=dict)
+    clocked: dict[str, Task] = field(default_factory=dict)
     # The parsed run, kept for the focus run only (memory).
-    run: dict[str, Any] | None = None
+    run: Run | None = None
 
 
 def _stamp(path: str) -> tuple[int, ...] | None:
@@ -393,7 +394,7 @@ def _scope_key(scope: str) -> str:
     return scope.rstrip("/")
 
 
-def _inventory(root: str) -> dict[str, Any]:
+def _inventory(root: str) -> JsonObject:
     """The inventory's cheap part, from the same core functions as ``inspect_inventory``
     (which also loads every run to name the unreadable ones: here each run's own view says
     why it cannot be read)."""
@@ -405,11 +406,11 @@ def _inventory(root: str) -> dict[str, Any]:
     }
 
 
-def _task_key(task: dict[str, Any]) -> int:
+def _task_key(task: Task) -> int:
     return hash(repr(task))
 
 
-def _changed_tasks(run: dict[str, Any], memo: _FileMemo, task_keys: dict[str, int] | None) -> set[str]:
+def _changed_tasks(run: Run, memo: _FileMemo, task_keys: dict[str, int] | None) -> set[str]:
     """Ids of the tasks whose record differs from the last read (every task if unknown)."""
     if memo.run is not None:
         before = {task["id"]: task for task in memo.run["tasks"]}
@@ -420,7 +421,7 @@ def _changed_tasks(run: dict[str, Any], memo: _FileMemo, task_keys: dict[str, in
     return {task_id for task_id, key in keys.items() if memo.task_keys.get(task_id) != key}
 
 
-def _dependents(run: dict[str, Any], changed: set[str]) -> set[str]:
+def _dependents(run: Run, changed: set[str]) -> set[str]:
     """``changed`` plus every task that depends on one of them, transitively."""
     reverse: dict[str, list[str]] = {}
     for definition in run["plan"]["tasks"]:
@@ -550,7 +551,7 @@ class ProjectScanner:
         self._safety_cursor = (self._safety_cursor + count) % len(run_ids)
         return share
 
-    def _read(self, root: str, run_id: str, memo: _FileMemo, stamp: tuple[int, ...] | None) -> dict[str, Any] | None:
+    def _read(self, root: str, run_id: str, memo: _FileMemo, stamp: tuple[int, ...] | None) -> Run | None:
         """The parsed run if its bytes changed since the last read (or ``memo.run`` is gone)."""
         _, raw = read_state_bytes(root, run_id)
         digest = hashlib.sha256(raw).hexdigest()
@@ -576,7 +577,7 @@ class ProjectScanner:
         stamp = _stamp(os.path.join(root, RUNS, f"{run_id}.json"))
         usable = previous is not None and not previous.loading and previous.error is None
         need_run = force or not usable or (is_focus and previous is not None and previous.inspection is None)
-        run: dict[str, Any] | None = None
+        run: Run | None = None
         try:
             if stamp is None or stamp != memo.stamp:
                 run = self._read(root, run_id, memo, stamp)
@@ -619,13 +620,13 @@ class ProjectScanner:
     def _reobserve(
         self,
         root: str,
-        run: dict[str, Any],
+        run: Run,
         memo: _FileMemo,
         task_keys: dict[str, int] | None,
         previous: RunView,
         locks: tuple[Any, Any],
         moment: int,
-    ) -> tuple[dict[str, Any], dict[str, TaskRow]]:
+    ) -> tuple[JsonObject, dict[str, TaskRow]]:
         """The run's inspection, calling the core's observe_task only for tasks whose record
         changed (and their dependents); the others keep their observation, re-timed. Also the
         previous rows still valid (same record, same observation object)."""
@@ -635,7 +636,7 @@ class ProjectScanner:
         old_rows = {row.task_id: row for row in previous.rows}
         unchanged_rows: dict[str, TaskRow] = {}
         verified: set[str] = set()
-        observations = []
+        observations: list[JsonObject | Observation] = []
         for task in run["tasks"]:
             kept = old.get(task["id"])
             # A verification left running is re-observed each time: its owner may have exited
@@ -648,7 +649,7 @@ class ProjectScanner:
                 row = old_rows.get(task["id"])
                 if observation is kept and row is not None:
                     unchanged_rows[task["id"]] = row
-        result = dict(run)
+        result: JsonObject = dict(run)
         result["observations"] = observations
         result["lock"], result["recoveryLock"] = locks
         observe.add_recovery_lock_hint(result, root)

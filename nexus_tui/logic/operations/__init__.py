@@ -12,13 +12,14 @@ build the core input, call ``nexus_core.actions``, log the call).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from nexus_core import actions as mutations
+from nexus_core.engine import Progress
 from nexus_core.errors import NexusError, message_of
 from nexus_core.locks import RECOVERY_LOCK, lock_snapshot
 from nexus_core.paths import root_of
-from nexus_core.shapes import Run
+from nexus_core.shapes import JsonObject, LockSnapshot, Run
 from nexus_core.store import load_run
 from nexus_core.timeutil import now_iso
 
@@ -68,7 +69,6 @@ OPERATIONS: dict[str, Operation] = {
 }
 ACTION_IDS = tuple(OPERATIONS)
 LONG_ACTIONS = tuple(name for name, operation in OPERATIONS.items() if operation.long)
-Progress = Callable[[dict[str, Any]], None]
 
 __all__ = [
     "ACTION_IDS",
@@ -161,7 +161,7 @@ def execute(
     log: ActionLog,
     progress: Progress | None = None,
     should_stop: Callable[[], bool] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Validate, re-check the target, call the core, log the call. Returns the core's result
     (the saved run, or the recovery receipt). Raises InvalidInput, TargetChanged or the core's
     NexusError; every refusal past validation is logged with its exact message."""
@@ -188,8 +188,8 @@ def execute(
         log.append(LogEntry(now_iso(), action.name, target, summary, False, message_of(error)))
         raise
     log.append(LogEntry(now_iso(), action.name, target, summary, True, action.result_words(preview_, result)))
-    return result
+    return cast(JsonObject, result)  # the screens read it as JSON
 
 
-def recovery_lock_present(directory: str) -> dict[str, Any] | None:
+def recovery_lock_present(directory: str) -> LockSnapshot | None:
     return lock_snapshot(root_of(directory), RECOVERY_LOCK)

@@ -13,14 +13,15 @@ import getpass
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
+from nexus_core.actions import Result
 from nexus_core.engine import is_active
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
 from nexus_core.preconditions import FACT_WORDS, READS, state_allows, task_facts
-from nexus_core.shapes import Attempt, Backend, Run, Task, TaskDefinition
+from nexus_core.shapes import Attempt, Backend, LockSnapshot, Run, Task, TaskDefinition
 from nexus_core.store import load_run
 from nexus_core.words import json_word
 
@@ -86,7 +87,7 @@ def short(value: object) -> str:
     return value[:8] if len(value) == 36 or len(value) == 64 else value
 
 
-def seen_of(run: Run | None, task_id: str | None, lock: dict[str, Any] | None) -> Seen:
+def seen_of(run: Run | None, task_id: str | None, lock: LockSnapshot | None) -> Seen:
     if run is None or task_id is None:
         return Seen(lock_hash=lock["hash"] if lock else None)
     task = next((t for t in run["tasks"] if t["id"] == task_id), None)
@@ -98,7 +99,7 @@ def seen_of(run: Run | None, task_id: str | None, lock: dict[str, Any] | None) -
     return Seen(
         run_id=run["id"],
         task_id=task_id,
-        facts=task_facts(as_json(run), as_json(task)),
+        facts=task_facts(run, task),
         verification_id=verification.get("id"),
         receipt_hash=process.get("receiptHash"),
         lock_hash=lock["hash"] if lock else None,
@@ -296,7 +297,7 @@ class Operation:
     def target_words(self, preview: Preview) -> str:
         return f"{preview.run_id}/{preview.task_id}"
 
-    def result_words(self, preview: Preview, result: dict[str, Any]) -> str:
+    def result_words(self, preview: Preview, result: Result) -> str:
         task = next((t for t in result.get("tasks", []) if t["id"] == preview.task_id), None)
         if task is None:
             return "done"
@@ -307,12 +308,6 @@ class Operation:
             f"attempt {attempt['id'][:8]}: execution={attempt['execution']}; "
             f"verification={attempt['verification']['status']}; acceptance={task['integration']}"
         )
-
-
-def as_json(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A typed record handed to a core function that still takes ``dict[str, Any]`` (the same
-    object: TypedDicts are plain dicts at run time)."""
-    return cast(dict[str, Any], record)
 
 
 def need_text(values: dict[str, Any], errors: dict[str, str], key: str, label: str, limit: int = TEXT_LIMIT) -> None:
@@ -441,7 +436,7 @@ class TaskOperation(Operation):
         lock = lock_snapshot(root, WRITER_LOCK)
         if run_id is None or task_id is None:
             raise OperationRefused("Select a task first.")
-        run = cast(Run, load_run(root, run_id))
+        run = load_run(root, run_id)
         target = Target(root, run, task_id, lock)
         context = _context(target)
         result = Preview(
@@ -521,7 +516,7 @@ class NewAttempt(TaskOperation):
         if attempt is not None or self.needs_previous:
             if attempt is None:
                 return "There is no attempt to retry."
-            if is_active(as_json(task)) or not (
+            if is_active(task) or not (
                 attempt["execution"] in ("failed", "cancelled") or attempt["verification"]["status"] == "failed"
             ):
                 return "Retry needs a reconciled failed or cancelled attempt, or a failed verification."
@@ -531,7 +526,7 @@ class NewAttempt(TaskOperation):
             return "The attempt budget (maxAttempts) is spent."
         # The rest of the core's state checks (nexus_core.preconditions, which shell completion
         # uses too): a new attempt needs every task it depends on accepted.
-        if not state_allows(self.name, as_json(context.run), as_json(task)):
+        if not state_allows(self.name, context.run, task):
             return "A task it depends on is not accepted yet."
         return None
 
@@ -555,7 +550,7 @@ class OnAttempt(TaskOperation):
 def recheck_task(operation: Operation, preview: Preview) -> Run:
     """Re-read the run and refuse when what the dialog stated changed meanwhile. Returns the run."""
     lock = lock_snapshot(preview.root, WRITER_LOCK)
-    run = cast(Run, load_run(preview.root, preview.run_id or ""))
+    run = load_run(preview.root, preview.run_id or "")
     changed = differences(operation, preview.seen, seen_of(run, preview.task_id, lock))
     if changed:
         raise TargetChanged(

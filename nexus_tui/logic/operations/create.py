@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from nexus_core.actions import Result
 from nexus_core.paths import root_of
 from nexus_core.shapes import Run
 from nexus_core.store import run_path
@@ -62,5 +63,5 @@ class Create(Operation):
     def target_words(self, preview: Preview) -> str:
         return f"run {preview.run_id}"
 
-    def result_words(self, preview: Preview, result: dict[str, Any]) -> str:
+    def result_words(self, preview: Preview, result: Result) -> str:
         return f"run {result.get('id')} created with {len(result.get('tasks', []))} task(s)"

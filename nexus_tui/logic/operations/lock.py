@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from nexus_core.actions import Result
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of
-from nexus_core.shapes import Run
+from nexus_core.shapes import LockSnapshot, Run
 
 from .base import (
     FINGERPRINT_CHARS,
@@ -95,11 +96,11 @@ class RecoverLock(Operation):
     def target_words(self, preview: Preview) -> str:
         return f"writer.lock {short(preview.seen.lock_hash)}"
 
-    def result_words(self, preview: Preview, result: dict[str, Any]) -> str:
+    def result_words(self, preview: Preview, result: Result) -> str:
         return f"writer.lock removed; receipt recorded at {result.get('recoveredAt')}"
 
 
-def _seen_locks(root: str, writer: dict[str, Any] | None) -> Seen:
+def _seen_locks(root: str, writer: LockSnapshot | None) -> Seen:
     """``writer``: the writer.lock snapshot the dialog states (read once, so they agree)."""
     recovery = lock_snapshot(root, RECOVERY_LOCK)
     return Seen(lock_hash=writer["hash"] if writer else None, recovery_lock_hash=recovery["hash"] if recovery else None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nexus_core.actions import Result
 from nexus_core.process import receipt_file_status
 from nexus_core.shapes import Attempt, Run
 from nexus_core.words import json_word
@@ -15,7 +16,6 @@ from .base import (
     OnAttempt,
     Preview,
     TaskContext,
-    as_json,
     bound_to_attempt,
     process_identity,
 )
@@ -55,7 +55,7 @@ class Launch(NewAttempt):
     def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
         return {"retry": bool(preview.defaults.get("retry"))}
 
-    def result_words(self, preview: Preview, result: dict[str, Any]) -> str:
+    def result_words(self, preview: Preview, result: Result) -> str:
         words = super().result_words(preview, result)
         task = next((t for t in result.get("tasks", []) if t["id"] == preview.task_id), None)
         attempt = task["attempts"][-1] if task and task["attempts"] else None
@@ -92,7 +92,7 @@ class Collect(OnAttempt):
         assert attempt is not None
         preview.backend = process_identity(attempt["backend"])
         receipt = (attempt.get("process") or {}).get("receipt") or {}
-        kept = receipt_file_status(preview.root, context.run["id"], as_json(attempt))
+        kept = receipt_file_status(preview.root, context.run["id"], attempt)
         preview.title = f"Collect {context.task['id']}"
         preview.changes = [
             (
@@ -120,4 +120,4 @@ def _kept_receipt(context: TaskContext, attempt: Attempt) -> str | None:
         process = observation.get("process")
         kept = process.get("recoverableReceipt") if isinstance(process, dict) else None
         return kept if isinstance(kept, str) else None
-    return receipt_file_status(context.root, context.run["id"], as_json(attempt)) if context.root else None
+    return receipt_file_status(context.root, context.run["id"], attempt) if context.root else None
