@@ -7,12 +7,14 @@ reached from here, never through the engine (which would import the process modu
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from . import engine, locks, process
+from . import engine, locks
 from .paths import root_of
 from .shapes import JsonObject, Run
+
+# nexus_core.process (subprocess, selectors, threading, base64, the plan validator) is imported
+# by launch and collect only: start-up time of every other mutation.
 
 Progress = Callable[[dict[str, Any]], None]
 StopAsked = Callable[[], bool]
@@ -22,8 +24,7 @@ Takes = Literal["input", "optional-input", "plan", "nothing"]
 Result = Run | JsonObject
 
 
-@dataclass(frozen=True)
-class Mutation:
+class Mutation(NamedTuple):  # not a dataclass: importing dataclasses costs milliseconds per call
     name: str
     takes: Takes
     per_task: bool  # RUN TASK positionals (else the project: create, recover-lock)
@@ -61,7 +62,15 @@ def _launch(
     progress: Progress | None = None,
     should_stop: StopAsked | None = None,
 ) -> Result:
+    from . import process
+
     return process.launch_task(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
+
+
+def _collect(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> Result:
+    from . import process
+
+    return process.collect_task(directory, run_id, task_id, options)
 
 
 def _create(directory: str, run_id: str | None, task_id: str | None, plan: Any, **_: Any) -> Result:
@@ -77,7 +86,7 @@ MUTATIONS: dict[str, Mutation] = {
     for mutation in (
         Mutation("start", "input", True, False, _task(engine.start_task)),
         Mutation("launch", "optional-input", True, True, _launch),
-        Mutation("collect", "input", True, False, _task(process.collect_task)),
+        Mutation("collect", "input", True, False, _collect),
         Mutation("record", "input", True, False, _task(engine.record_attempt)),
         Mutation("reconcile", "input", True, False, _task(engine.reconcile_attempt)),
         Mutation("verify", "nothing", True, True, _verify),

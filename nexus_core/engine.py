@@ -79,27 +79,50 @@ def node_platform() -> str:
     return {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
 
 
+def _git_may_find_a_repository(root: str) -> bool:
+    """False only when git's discovery provably finds nothing from ``root``: no directory from
+    it up to / holds a ``.git`` entry (a work tree's, a linked worktree's file) or a ``HEAD``
+    (a git directory itself, which core.worktree may point at ``root``). rev-parse then fails,
+    so no git process is spawned (milliseconds on every start and verify outside git)."""
+    directory = root
+    while True:
+        for name in (".git", "HEAD"):
+            try:
+                os.lstat(os.path.join(directory, name))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:
+                return True  # cannot tell: let git decide
+            return True
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return False
+        directory = parent
+
+
 def revision(root: str) -> str | None:
+    if not _git_may_find_a_repository(root):
+        return None
     import subprocess
 
     env = check_environment()["values"]
     try:
-        top = subprocess.run(
-            ["git", "-C", root, "rev-parse", "--show-toplevel"],
+        # One git process for both answers (the top level, then HEAD's commit, one per line): it
+        # fails as a whole where either would (not a work tree, or no commit yet).
+        done = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--show-toplevel", "HEAD"],
             env=env,
             capture_output=True,
             timeout=5,
             check=False,
         )
-        if top.returncode != 0 or os.path.realpath(top.stdout[:4096].decode("utf-8", "replace").strip()) != root:
-            return None
-        head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "HEAD"], env=env, capture_output=True, timeout=5, check=False
-        )
     except (OSError, subprocess.SubprocessError):
         return None
-    value = head.stdout[:4096].decode("utf-8", "replace").strip()
-    if head.returncode == 0 and 40 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value):
+    top, _, head = done.stdout.rstrip(b"\n").rpartition(b"\n")  # a path may hold a newline, a hash not
+    if done.returncode != 0 or os.path.realpath(top[:4096].decode("utf-8", "replace").strip()) != root:
+        return None
+    value = head[:4096].decode("utf-8", "replace").strip()
+    if 40 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value):
         return value
     return None
 
@@ -192,8 +215,6 @@ def _owner_is_dead(root: str) -> bool:
 def _acquire_patiently(root: str, seconds: float) -> str:
     """Take writer.lock for a save inside an operation that already began: retry with a short
     jittered backoff (and through a brief recover-lock) for up to ``seconds``."""
-    import random
-
     deadline = time.monotonic() + seconds
     delay = 0.002
     dead_owner_seen = 0
@@ -213,6 +234,8 @@ def _acquire_patiently(root: str, seconds: float) -> str:
         dead_owner_seen = dead_owner_seen + 1 if _owner_is_dead(root) else 0
         if dead_owner_seen >= 2:
             raise WriterBusy(fail(WRITER_BUSY).message)
+        import random  # only when the lock is taken: its import costs some 3 ms on every verify
+
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 0.05)
 

@@ -135,10 +135,10 @@ def envelope_data(run: Run) -> tuple[bytes, bytes]:
 
 def _envelope_parts(run: Run) -> tuple[bytes, bytes, bool]:
     """``envelope_data`` and whether the plain path wrote it (``canonical.envelope_parts``)."""
-    payload, text, plain = canonical.envelope_parts(run)
+    payload, data, plain = canonical.envelope_parts(run, items_key="tasks", newline=True)
     if len(payload) > STATE_LIMIT:
         raise fail("Run exceeds the 16 MiB state limit.")
-    return payload, text + b"\n", plain
+    return payload, data, plain
 
 
 def envelope_text(run: Run) -> tuple[str, str]:
@@ -274,6 +274,7 @@ def _checked_run(root: str, run_id: str, raw: bytes) -> Run:
         run = envelope.get("run") if isinstance(envelope, dict) else None
         if not run or not isinstance(run, dict):
             raise foreign
+        canonical.note_plain_items(run.get("tasks"), len(whole))  # what the next save proves against
         run_hash = canonical.sha256_bytes(canonical.last_member_plain(envelope, whole, "run"))
         plan_hash = canonical.sha256_bytes(canonical.compact_plain(run["plan"])) if "plan" in run else None
     else:

@@ -98,8 +98,11 @@ def test_plain_path_writes_what_the_general_path_writes(value: Any) -> None:
         assert plain.decode("utf-8") == general
     assert canonical.compact(value) == general
     assert canonical.pretty(value) == canonical.general_pretty(value)
+    assert canonical.pretty_bytes(value) == canonical.general_pretty(value).encode("utf-8", "replace")
     if isinstance(value, dict):
         assert canonical.envelope_texts(value) == canonical.general_envelope_texts(value)
+        _payload, text = canonical.general_envelope_texts(value)
+        assert canonical.envelope_parts(value, newline=True)[1] == (text + "\n").encode("utf-8")
     assert canonical.copy(value) == canonical.parse(general)
 
 
@@ -218,3 +221,41 @@ def test_both_plainness_checks_are_proofs(value: Any) -> None:
         assert exact and canonical._tree_is_plain(value)
     if canonical._tree_is_plain(value):
         assert exact
+
+
+plain_items = st.dictionaries(plain_keys, plain_values, max_size=3)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(plain_items, min_size=1, max_size=6),
+    plain_values,
+    st.integers(0, 5),
+    st.one_of(plain_items, plain_scalars),
+    st.one_of(st.none(), plain_values),
+    st.sampled_from(["last", "first", "alone"]),
+)
+def test_a_proof_by_items_accepts_only_what_the_plain_path_writes_exactly(
+    items: list[Any], head: Any, index: int, replacement: Any, new_head: Any, place: str
+) -> None:
+    """A save's proof against the item texts of the last proof (a run whose one task changed):
+    whatever it accepts is plain (no float, no index-like key: the container walk decides
+    exactly) and its text (assembled from the parts when the list is the last member) is
+    exactly what JSON.stringify writes."""
+    canonical.plain_path(1 << 30)
+    before = {"head": head, "tasks": items}
+    if canonical._plain_bytes(before) is None:
+        return  # only what a proof accepted is ever noted
+    canonical.note_plain_items(before["tasks"], 1 << 30)
+    changed = list(items)
+    changed[index % len(items)] = replacement
+    head = head if new_head is None else new_head
+    after: dict[str, Any] = {
+        "last": {"head": head, "tasks": changed},
+        "first": {"tasks": changed, "head": head},
+        "alone": {"tasks": changed},
+    }[place]
+    data = canonical._plain_bytes_by_items(after, "tasks")
+    if data is not None:
+        assert canonical._tree_is_plain(after)
+        assert data.decode("utf-8") == canonical.general_compact(after)

@@ -201,3 +201,30 @@ def test_another_threads_save_or_forget_leaves_this_threads_kept_save(project: P
     worker.start()
     worker.join()
     assert store.load_run(project.dir, "r1", saved=run) is run
+
+
+def test_a_save_after_a_load_scans_only_what_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The save of a large run whose one task changed proves that task's text (and the rest of
+    the run) plain, not the whole text: the other tasks' texts are those the load proved."""
+    project = Project(tmp_path / "large")
+    project.create(plan("r1", *(task_def(f"t{index}") for index in range(200))))
+    for index in range(40):  # attempts make the tasks most of the state, as in a grown run
+        project.completed("r1", f"t{index}")
+    run = store.load_run(project.dir, "r1")
+    assert (project.root / store.run_path("r1")).stat().st_size > 256 << 10
+    run["tasks"][7]["integration"] = "rejected"
+    scanned: list[int] = []
+    scan = canonical._text_is_plain
+
+    def counting(data: bytes) -> bool:
+        scanned.append(len(data))
+        return scan(data)
+
+    monkeypatch.setattr(canonical, "_text_is_plain", counting)
+    store.save_run(project.dir, run)
+    rest = canonical.general_compact({key: value for key, value in run.items() if key != "tasks"})
+    changed = canonical.general_compact(run["tasks"][7])
+    assert scanned and sum(scanned) <= len(rest) + len(changed)  # not the other 199 tasks
+    _payload, text = canonical.general_envelope_texts(run)
+    assert (project.root / store.run_path("r1")).read_bytes() == text.encode() + b"\n"
+    assert store.load_run(project.dir, "r1")["tasks"][7]["integration"] == "rejected"

@@ -104,8 +104,7 @@ class SchedulesScreen(ModalScreen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#schedules", DataTable)
-        table.add_columns(*COLUMNS)
+        self.query_one("#schedules", DataTable).add_columns(*COLUMNS)
         self.reload()
         self.set_interval(REFRESH_SECONDS, self.reload)
 
@@ -131,9 +130,14 @@ class SchedulesScreen(ModalScreen[None]):
             return
         selected = self.selected_id()
         self.schedules = message.schedules
-        table.clear()
-        for schedule in message.schedules:
-            table.add_row(*(Text(cell) for cell in row_cells(schedule)), key=schedule["id"])
+        rows = [[Text(cell) for cell in row_cells(schedule)] for schedule in message.schedules]
+        # Widths given with the columns: DataTable's own sizing runs on a later idle pass and can
+        # leave the header drawn at the labels' widths over wider rows.
+        table.clear(columns=True)
+        for index, label in enumerate(COLUMNS):
+            table.add_column(label, width=max([len(label), *(row[index].cell_len for row in rows)]))
+        for schedule, cells in zip(message.schedules, rows, strict=True):
+            table.add_row(*cells, key=schedule["id"])
         ids = [s["id"] for s in message.schedules]
         if selected in ids:
             table.move_cursor(row=ids.index(selected))
