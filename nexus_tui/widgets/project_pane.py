@@ -226,6 +226,10 @@ class ProjectPane(Vertical):
         if self.session.run_id not in wanted:
             self.session.run_id = self.session.snapshot.runs[0].run_id if self.session.snapshot.runs else None
             cursor = self.session.run_id
+            if self.session.run_id is not None:
+                # Picked here, not highlighted: the scanner must still be told (it keeps the full
+                # inspection of its focus run only, and runs added later may sort before this one).
+                self.post_message(RunFocused(self.index, self.session.run_id))
         table.restore_cursor(cursor)
         title = f"Runs ({len(self.session.snapshot.runs)})"
         if self.session.run_sort[0]:

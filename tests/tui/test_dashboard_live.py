@@ -24,6 +24,7 @@ from dashboard_kit import (
     tree_fingerprint,
 )
 from fixture_tools import relocate
+from tui_actions_support import make_project, task_plan
 
 from nexus_core import engine, timeutil
 from nexus_core.schedule import core
@@ -168,3 +169,23 @@ async def test_the_tick_turns_a_running_attempt_overdue_without_any_file_change(
         await eventually(pilot, lambda: cell(pane.tasks, "t1", "overdue") == "OVERDUE")
         assert cell(pane.runs, "live", "overdue") == "1"
         assert tree_fingerprint(root) == before
+
+
+async def test_the_first_run_seen_keeps_its_full_view_when_runs_sorting_before_it_appear(tmp_path: Path) -> None:
+    """The pane picks the only run there is; runs created later sort before it. The picked run
+    stays selected and its header and tasks are filled (the scanner inspects the run shown,
+    not the inventory's first): before the fix it read "loading…" until the operator moved."""
+    root = make_project(tmp_path, run_id="zeta")
+    app = quiet_app([str(root)])
+    async with app.run_test(size=(170, 40)) as pilot:
+        await loaded(app, pilot)
+        assert app.pane.session.run_id == "zeta"
+        for run_id in ("alpha", "beta"):
+            engine.create_run(str(root), {"id": run_id, "maxParallel": 4, "tasks": [task_plan("a")]})
+        app.request_scan(everything=True)
+        await eventually(pilot, lambda: app.pane.runs.row_count == 3)
+        head = app.pane.query_one(f"#detail-head-{app.pane.index}")
+        await eventually(pilot, lambda: "a  not started" in str(head.render()))
+        assert app.pane.session.run_id == "zeta"
+        assert app.pane.session.scanner.focus == "zeta"
+        assert "loading" not in str(head.render())
