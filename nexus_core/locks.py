@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import stat
 from collections.abc import Iterator
 
@@ -181,6 +180,8 @@ def describe_owner(owner: object) -> str:
 
 def recovery_lock_removal(root: str) -> str:
     """The exact shell command that removes ``root``'s recovery.lock by hand (SPEC 7.2 has none)."""
+    import shlex  # only when a recovery.lock is reported: not on every mutation's import path
+
     return f"rm -- {shlex.quote(os.path.join(root, RECOVERY_LOCK))}"
 
 

@@ -207,8 +207,6 @@ async def _settled(pilot: Pilot[None]) -> None:
     while not _is_settled(screen):
         assert time.monotonic() < deadline, "the screen never settled"
         await pilot.pause(0.05)
-    # A table sizes its columns on an idle pass after its rows arrive: let that pass run.
-    await pilot.pause(0.05)
     await pilot.pause()
 
 
