@@ -458,9 +458,9 @@ class NexusApp(App[None]):
     def action_timeline(self) -> None:
         from .screens.timeline import TimelineScreen
 
-        run_id = self.selection().run_id
-        if run_id is not None:
-            self.push_screen(TimelineScreen(self.pane.session, run_id, tick=self.tick))
+        selection = self.selection()
+        if selection.run_id is not None:
+            self.push_screen(TimelineScreen(self.pane.session, selection.run_id, selection.task_id, tick=self.tick))
 
     def _timelines(self, session: ProjectSession | None = None) -> list[Any]:
         """The open timeline screens (of ``session``): they follow its scans and the theme."""

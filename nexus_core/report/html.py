@@ -110,7 +110,7 @@ class _Scale:
         return round(LABEL + (ms - self.start_ms) / self.ms_per_px, 1)
 
 
-def _body(bar: Bar, scale: _Scale, y: int, end_ms: int) -> list[str]:
+def _body(bar: Bar, scale: _Scale, y: int, end_ms: int, accepted_ms: int | None) -> list[str]:
     body = bar.body()
     role = _role(body.colour)
     fill = FILL.get(body.glyph, "solid")
@@ -126,7 +126,7 @@ def _body(bar: Bar, scale: _Scale, y: int, end_ms: int) -> list[str]:
         )
     if bar.end_ms is None:
         out.append(_glyph(HEAD.glyph, HEAD.colour, x1 + 5, y, "still running"))
-    after = bar.last_ms()
+    after = max(bar.last_ms(), accepted_ms or 0)
     if after > end_ms:
         out.append(f'<line x1="{x1}" x2="{scale.x(after)}" y1="{y + ROW // 2}" y2="{y + ROW // 2}" class="after"/>')
     return out
@@ -144,9 +144,10 @@ def _lane(lane: Lane, index: int, scale: _Scale, open_end: int) -> list[str]:
     label = ("  " * min(lane.depth, 4)) + ("└ " if lane.depth else "") + lane.task_id
     out = [f'<text x="6" y="{y + ROW - 6}" xml:space="preserve">{esc(label)}</text>']
     marks: list[Mark] = []
-    for bar in lane.bars:
+    for index, bar in enumerate(lane.bars):
         end = bar.end_ms if bar.end_ms is not None else open_end
-        out.extend(_body(bar, scale, y, end))
+        last = lane.accepted_ms if index == len(lane.bars) - 1 and lane.accepted_ms is not None else None
+        out.extend(_body(bar, scale, y, end, last))
         marks.extend(m for m in bar.marks if m.kind != "deadline" or bar.end_ms is None or end > m.at_ms)
     if lane.accepted_ms is not None:
         marks.append(Mark(lane.accepted_ms, "accepted"))

@@ -189,13 +189,17 @@ def lane_cells(lane: Lane, view: Viewport, now_ms: int) -> list[Cell]:
     cells: list[Cell] = [BLANK] * view.width
     now_column = view.column(now_ms)
     _paint(cells, now_column, NOW)
-    for bar in lane.bars:
+    for index, bar in enumerate(lane.bars):
         end = bar.end_ms if bar.end_ms is not None else max(now_ms, bar.start_ms)
         body = bar.body()
         for column in _span(view, bar.start_ms, end):
             overdue = bar.deadline_ms is not None and view.moment(column) >= bar.deadline_ms
             _paint(cells, column, OVERDUE if overdue else body)
-        for column in _span(view, end + view.ms_per_cell, bar.last_ms()):
+        # The attempt's life goes on after its end: verification, and for the last, acceptance.
+        after = bar.last_ms()
+        if index == len(lane.bars) - 1 and lane.accepted_ms is not None:
+            after = max(after, lane.accepted_ms)
+        for column in _span(view, end + view.ms_per_cell, after):
             _paint(cells, column, AFTER, over=False)
         if bar.end_ms is None and 0 <= view.column(end) < view.width:
             _paint(cells, view.column(end), HEAD)

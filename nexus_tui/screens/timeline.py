@@ -35,10 +35,11 @@ class TimelineScreen(ModalScreen[None]):
     REGISTRY_SCREEN = actions.TIMELINE
     BINDINGS: ClassVar[list[Any]] = actions.bindings(screen=actions.TIMELINE)
 
-    def __init__(self, session: ProjectSession, run_id: str, tick: bool = True) -> None:
+    def __init__(self, session: ProjectSession, run_id: str, task_id: str | None = None, tick: bool = True) -> None:
         super().__init__()
         self.session = session
         self.run_id = run_id
+        self.task_id = task_id  # selected first (the dashboard's selected task)
         self.tick = tick
         self._inspection: Inspection | None = None
         self.timeline: Timeline | None = None
@@ -76,7 +77,7 @@ class TimelineScreen(ModalScreen[None]):
             self._inspection = view.inspection
             self.timeline = timeline_of(view.inspection)
             states = {row.task_id: row.state for row in view.rows}
-            lanes.show(self.timeline, states, now)
+            lanes.show(self.timeline, states, now, self.task_id)
             self.updates += 1
         else:
             lanes.tick(now)

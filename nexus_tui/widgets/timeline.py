@@ -57,11 +57,11 @@ class TimelineView(ScrollView, can_focus=True):
         self.lines_drawn = 0  # lane lines drawn since the start (the bench counts them)
 
     # -- data
-    def show(self, timeline: Timeline, states: dict[str, str], now_ms: int) -> None:
+    def show(self, timeline: Timeline, states: dict[str, str], now_ms: int, task_id: str | None = None) -> None:
         """A new timeline (or the same one re-read); the zoom, pan and selection stay when they
-        still apply."""
+        still apply. ``task_id``: the task to select first (its latest attempt)."""
         first_time = self.timeline is None
-        kept = self.selected_ids()
+        kept = self.selected_ids() if not first_time else (task_id, None)
         self.timeline, self.states, self.now_ms = timeline, states, now_ms
         self._longest_label = max((len(layout.lane_label(lane, 99)) for lane in timeline.lanes), default=0)
         if first_time or self.view is None or self.auto_fit:
