@@ -145,6 +145,7 @@ REGISTRY: list[ActionSpec] = [
         "t",
         "Timeline",
         "The selected run's timeline: each attempt a bar, verification, cancellation, acceptance, deadline, stale.",
+        footer=False,
         unavailable=_no_run,
     ),
     ActionSpec("change_theme", "T", "Theme", "Pick a colour theme.", footer=False),
