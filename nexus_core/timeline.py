@@ -11,6 +11,7 @@ Nothing here reads a file or the clock: the facts come from an inspection, "now"
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -121,8 +122,12 @@ class Timeline:
         return any(bar.end_ms is None for lane in self.lanes for bar in lane.bars)
 
 
+# A live view rebuilds the timeline on every change of the run: its times are parsed once.
+_parse = functools.lru_cache(maxsize=65536)(parse_iso_ms)
+
+
 def _ms(value: object) -> int | None:
-    return parse_iso_ms(value) if isinstance(value, str) else None
+    return _parse(value) if isinstance(value, str) else None
 
 
 def _verification_marks(verification: Verification) -> list[Mark]:

@@ -189,7 +189,9 @@ def timeline_svg(timeline: Timeline) -> str:
     for moment in ticks(start, scale.end_ms, step):
         x = scale.x(moment)
         out.append(f'<line x1="{x}" x2="{x}" y1="{TOP - 6}" y2="{height - 4}" class="axis"/>')
-        out.append(f'<text x="{x + 3}" y="{TOP - 10}" class="tick">{esc(tick_label(moment, step))}</text>')
+        label = tick_label(moment, step)
+        if x + 3 + len(label) * PIXELS_PER_CHAR <= WIDTH:  # a label cut at the edge is left out
+            out.append(f'<text x="{x + 3}" y="{TOP - 10}" class="tick">{esc(label)}</text>')
     out.append(f'<line x1="{LABEL}" x2="{WIDTH - 8}" y1="{TOP - 6}" y2="{TOP - 6}" class="axis"/>')
     for index, lane in enumerate(timeline.lanes):
         out.extend(_lane(lane, index, scale, open_end))

@@ -44,6 +44,7 @@ class TimelineScreen(ModalScreen[None]):
         self._inspection: Inspection | None = None
         self.timeline: Timeline | None = None
         self.updates = 0  # snapshots shown (tests wait on it)
+        self._title_words = ""
 
     def compose(self) -> ComposeResult:
         yield Label("", id="timeline-title")
@@ -89,6 +90,7 @@ class TimelineScreen(ModalScreen[None]):
             self._title(now)
 
     def restyle(self) -> None:
+        self._title_words = ""
         self.query_one("#timeline-legend", Static).update(legend_text())
         self.query_one(TimelineView).restyle()
         self._show_detail()
@@ -102,7 +104,9 @@ class TimelineScreen(ModalScreen[None]):
             text.append(f"  {layout.date_words(lanes.view)} UTC  {layout.zoom_words(lanes.view)}", style="dim")
         if not getattr(self.app, "following", True):
             text.append("  ❚❚ paused", style=themed("bold $warning"))
-        self.query_one("#timeline-title", Label).update(text)
+        if text.plain != self._title_words:  # an update lays the screen out again: only on a change
+            self._title_words = text.plain
+            self.query_one("#timeline-title", Label).update(text)
 
     # -- selection
     @on(TimelineView.Changed)

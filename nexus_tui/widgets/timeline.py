@@ -21,7 +21,7 @@ from nexus_core.timeline import Bar, Timeline
 
 from ..logic import timeline as layout
 from ..logic.timeline import Viewport
-from .render import GLYPH, state_style, themed
+from .render import GLYPH, STATE_STYLE, themed
 
 AXIS_LINES = 2
 MIN_LABEL = 10
@@ -274,7 +274,7 @@ class TimelineView(ScrollView, can_focus=True):
         state = self.states.get(lane.task_id, "")
         segments = [
             Segment("›" if selected else ties.get(index, " "), self._style("bold $accent")),
-            Segment(GLYPH.get(state, " "), Style.parse(state_style(state, "")) if state else Style()),
+            Segment(GLYPH.get(state, " "), self._style(STATE_STYLE.get(state, ""))),
             Segment(" "),
         ]
         label = terminal_safe(layout.lane_label(lane, label_width - 4), one_line=True)
