@@ -154,7 +154,7 @@ class NexusApp(App[None]):
         self.panes[0].runs.focus()
 
     def _theme_changed(self, theme: Theme) -> None:
-        """The theme picker (t): every state colour comes from the theme, so redraw them all."""
+        """The theme picker (T): every state colour comes from the theme, so redraw them all."""
         render.use_theme_variables(self.get_css_variables())
         now = now_ms()
         for pane in self.panes:
