@@ -87,6 +87,8 @@ def report_command(run: str, form: str, output: str | None, directory: str) -> N
         fail(error.message, False)
     except OSError as error:
         fail(_message(error), False)
+    except Exception as error:  # a bug of ours: still a clean error line, never a traceback
+        fail(f"Internal error ({type(error).__name__}: {error}); nothing was changed. Please report it.", False)
 
 
 def report_main(argv: list[str]) -> NoReturn:

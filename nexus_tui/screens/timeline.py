@@ -102,6 +102,10 @@ class TimelineScreen(ModalScreen[None]):
         text.append(plain(self.run_id, "bold", one_line=True))
         if lanes.view is not None:
             text.append(f"  {layout.date_words(lanes.view)} UTC  {layout.zoom_words(lanes.view)}", style="dim")
+        snapshot = self.session.snapshot
+        view = snapshot.run(self.run_id) if snapshot else None
+        if view is not None and view.error:
+            text.append("  ⚠ the state file failed to load: last good view", style=themed("bold $error"))
         if not getattr(self.app, "following", True):
             text.append("  ❚❚ paused", style=themed("bold $warning"))
         if text.plain != self._title_words:  # an update lays the screen out again: only on a change
