@@ -231,7 +231,12 @@ def _command() -> Any:
         "-d", "--directory", default=".", metavar="PATH", help="Project directory (default: the current one)."
     )
     @click.option("--plan", "plan", metavar="FILE", help="JSON task plan for create.")
-    @click.option("--input", "input_file", metavar="FILE", help="JSON observation or host identity for a mutation.")
+    @click.option(
+        "--input",
+        "input_file",
+        metavar="FILE",
+        help="JSON observation or host identity for a mutation ('-': read it from standard input).",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print durable state and evidence as JSON.")
     @click.version_option(package_name="nexus-registry", prog_name="nexus")
     def nexus(
@@ -335,7 +340,7 @@ def _plain_command(words: list[str]) -> tuple[str, str | None, str | None, str, 
             as_json = True
         elif word in _PLAIN_OPTIONS and _PLAIN_OPTIONS[word] not in values:
             value = next(rest, None)
-            if value is None or value.startswith("-"):
+            if value is None or (value.startswith("-") and value != "-"):  # "-": --input - (stdin)
                 return None
             values[_PLAIN_OPTIONS[word]] = value
         elif not word.startswith("-") and len(positionals) < 2:

@@ -3,6 +3,10 @@
 Bytes are refused, never repaired: empty, over 1 MiB, not UTF-8, NUL, lone surrogates, a BOM
 or invalid JSON each give a clear message naming the file. So is a file another user owns or
 can write (not in the reference). Nothing is written.
+
+``--input -`` reads the same JSON from standard input, under the same checks (not in the
+reference, where ``-`` names a file): the dashboard hands a remote host its input this way, so
+it never lies in a file on either side.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from .shapes import JsonObject
 from .store import unsafe_reason
 
 INPUT_LIMIT = 1048576
+STDIN = "-"  # --input -: the JSON on standard input
+STDIN_NAME = "standard input"
 
 
 def _strings(value: Any) -> Any:
@@ -36,8 +42,12 @@ def _strings(value: Any) -> Any:
 def read_input_file(file: str | None, option: str) -> JsonObject:
     if not file:
         raise NexusError(f"{option} requires a JSON file.")
-    path = os.path.abspath(file)
-    value = _parse(_read_own_file(path, option), option, path)
+    if file == STDIN and option == "--input":
+        path, raw = STDIN_NAME, _read_stdin(option)
+    else:
+        path = os.path.abspath(file)
+        raw = _read_own_file(path, option)
+    value = _parse(raw, option, path)
     for item in _strings(value):
         if "\x00" in item:
             raise NexusError(f"{option} file contains an escaped NUL character (\\u0000): {path}")
@@ -75,6 +85,27 @@ def _read_own_file(path: str, option: str) -> bytes:
     if len(raw) > INPUT_LIMIT:
         raise NexusError(f"{option} must name a regular JSON file no larger than 1 MiB.")
     return raw
+
+
+def _read_stdin(option: str) -> bytes:
+    """Standard input to its end, refused past INPUT_LIMIT (never read further than that)."""
+    import sys
+
+    stream = sys.stdin.buffer if sys.stdin is not None else None
+    if stream is None:
+        raise NexusError(f"{option} - needs standard input, and there is none.")
+    raw = bytearray()
+    try:
+        while len(raw) <= INPUT_LIMIT:
+            chunk = stream.read1(INPUT_LIMIT + 1 - len(raw)) if hasattr(stream, "read1") else stream.read()
+            if not chunk:
+                break
+            raw += chunk
+    except OSError as error:
+        raise NexusError(f"{option} - cannot be read ({error.strerror}): {STDIN_NAME}") from None
+    if len(raw) > INPUT_LIMIT:
+        raise NexusError(f"{option} - must be a JSON object no larger than 1 MiB on {STDIN_NAME}.")
+    return bytes(raw)
 
 
 def _parse(raw: bytes, option: str, path: str) -> Any:
