@@ -39,7 +39,7 @@ from .engine import (
 )
 from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, pid
-from .paths import directory_at, root_of, safe_target
+from .paths import directory_at, read_regular, root_of, safe_target
 from .plan import input_bytes
 from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
 from .snapshots import protected_snapshot, scope_snapshot
@@ -696,8 +696,7 @@ def read_receipt_file(root: str, run_id: str, attempt_id: str) -> JsonObject | N
     if unsafe_reason(info) or info.st_size > RECEIPT_FILE_LIMIT:
         raise corrupt
     try:
-        with open(path, "rb") as handle:
-            record = canonical.parse(handle.read().decode("utf-8"))
+        record = canonical.parse(read_regular(path, RECEIPT_FILE_LIMIT, checked=info).decode("utf-8"))
     except (OSError, ValueError, RecursionError, UnicodeDecodeError):
         raise corrupt from None
     if (

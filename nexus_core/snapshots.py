@@ -18,6 +18,7 @@ from .paths import (
     open_directory_at,
     open_file_at,
     open_project_file,
+    open_regular,
     portable_child,
     relative,
     safe_target,
@@ -62,28 +63,29 @@ def hash_file(path: str) -> str:
 
 
 def _digest_path(path: str) -> str:
-    with open(path, "rb", buffering=0) as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-def file_hash(root: str, file: str, required: bool) -> str | None:
-    relative(file)
-    fd = open_project_file(root, file)
-    if fd is None:
-        if required:
-            raise fail(f"Required file is missing: {file}")
-        return None
+    fd, info = open_regular(path)
     try:
-        return _digest_regular(fd, file, os.path.join(root, file))
+        return _digest_fd(fd, info.st_size)
     finally:
         os.close(fd)
 
 
-def _digest_regular(fd: int, file: str, absolute: str) -> str:
-    """sha256 of the open ``fd``, refused unless it is a regular file within the size limit."""
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise NexusError(f"Adapter target is not a regular file: {absolute}")
+def file_hash(root: str, file: str, required: bool) -> str | None:
+    relative(file)
+    opened = open_project_file(root, file)
+    if opened is None:
+        if required:
+            raise fail(f"Required file is missing: {file}")
+        return None
+    fd, info = opened
+    try:
+        return _digest_regular(fd, info, file)
+    finally:
+        os.close(fd)
+
+
+def _digest_regular(fd: int, info: os.stat_result, file: str) -> str:
+    """sha256 of the open regular file ``fd`` (``info``: its fstat), refused over the size limit."""
     if info.st_size > FILE_LIMIT:
         raise fail(f"File exceeds the 16 MiB snapshot limit: {file}")
     cache = _observed.get()
@@ -146,11 +148,12 @@ class _ScopeWalk:
             return
         absolute = os.path.join(self.root, rel)
         try:
-            fd = open_file_at(dir_fd, name, absolute)
-            if fd is None:
+            opened = open_file_at(dir_fd, name, absolute)
+            if opened is None:
                 raise fail(f"Required file is missing: {rel}")
+            fd, info = opened
             try:
-                self.hashes[rel] = _digest_regular(fd, rel, absolute)
+                self.hashes[rel] = _digest_regular(fd, info, rel)
             finally:
                 os.close(fd)
         except (NexusError, OSError) as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -12,7 +13,7 @@ from typing import Any, NamedTuple, cast
 
 from . import canonical
 from .errors import NexusError, fail
-from .paths import probe_state_dir, safe_target
+from .paths import FileTooLarge, RefusedFile, probe_state_dir, read_regular, safe_target
 from .shapes import JsonObject, Run
 from .timeutil import now_iso
 
@@ -229,10 +230,21 @@ def _state_file(root: str, run_id: str) -> tuple[str, os.stat_result]:
 
 
 def read_state_bytes(root: str, run_id: str) -> tuple[str, bytes]:
-    path = check_state_file(root, run_id)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
-        return path, handle.read(LOAD_LIMIT + 1)
+    """(path, bytes) of the run's state file, checked by lstat and again on the file opened:
+    one swapped for a FIFO, a symlink or another file after the check is refused, never read."""
+    path, info = _state_file(root, run_id)
+    try:
+        return path, read_regular(path, LOAD_LIMIT, checked=info)
+    except FileTooLarge:
+        raise fail("Run state exceeds the size limit.") from None
+    except FileNotFoundError:
+        raise fail(f"Unknown run: {run_id} (no state file {path})") from None
+    except RefusedFile as error:
+        raise fail(f"Unsafe run state file {path}: {error.reason}; it was not used or changed.") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise fail(f"Unsafe run state file {path}: not a regular file; it was not used or changed.") from None
+        raise
 
 
 def _is_int(value: object) -> bool:

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import NexusError
+from ..paths import RefusedFile, open_regular
 from ..store import make_dirs, unsafe_reason
 from ..timeutil import iso_from_ms, now_ms
 from . import DB_REL
@@ -112,7 +113,9 @@ def _check_file(path: str) -> bool:
     if reason:
         raise _refuse(path, f"is unsafe ({reason})")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd, _info = open_regular(path, checked=info)
+    except RefusedFile as error:
+        raise _refuse(path, f"is unsafe ({error.reason})") from None
     except OSError as error:
         raise _refuse(path, f"cannot be read ({error.strerror})") from None
     try:
