@@ -412,10 +412,10 @@ class NexusApp(App[None]):
         else:
             self.exit()
 
-    async def action_help_quit(self) -> None:
+    def action_help_quit(self) -> None:
         """Ctrl+C (Textual binds it to a "press Ctrl+Q" hint): quits like q, the way an operator
         expects a terminal program to stop."""
-        await self.action_quit()
+        self.call_next(self.action_quit)
 
     def action_recovery_guide(self) -> None:
         self.flow.open_recovery(self.selection().project or "")
