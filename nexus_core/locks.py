@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Iterator
 
-from . import canonical
+from . import canonical, state_dirs
 from .errors import NexusError, fail
 from .hostinfo import hostname, owner_liveness, pid
 from .paths import RefusedFile, read_regular, safe_target
@@ -36,6 +36,7 @@ def _publish(root: str, rel: str, owner: Owner) -> bool:
     when another owner holds it.
     """
     target = safe_target(root, rel)
+    state_dirs.check(root)  # every mutation takes a lock first: nothing is written into an unsafe directory
     make_dirs(os.path.dirname(target))
     safe_target(root, rel)
     # The pid in the name lets the next lock holder tell a dead publisher's leftover from a

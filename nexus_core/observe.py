@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import cast
 
-from . import __version__, canonical
+from . import __version__, canonical, state_dirs
 from .errors import NexusError, message_of
 from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .paths import root_of
@@ -214,7 +214,16 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> Inspection:
     result["lock"] = lock_snapshot(root, WRITER_LOCK)
     result["recoveryLock"] = lock_snapshot(root, RECOVERY_LOCK)
     add_recovery_lock_hint(result, root)
+    add_unsafe_directories(result, root)
     return result
+
+
+def add_unsafe_directories(result: Inspection | JsonObject, root: str) -> None:
+    """Adds ``unsafeStateDirectories`` when a state directory is another user's or writable by
+    others: every mutation refuses it until fixed (``state_dirs``); a read shows it."""
+    found = state_dirs.problems(root)
+    if found:
+        result["unsafeStateDirectories"] = state_dirs.as_json(found)
 
 
 def add_recovery_lock_hint(result: Inspection | JsonObject, root: str) -> None:
@@ -237,6 +246,7 @@ def inspect_inventory(root: str) -> JsonObject:
         "hint": INVENTORY_HINT,
     }
     add_recovery_lock_hint(inventory, root)
+    add_unsafe_directories(inventory, root)
     unreadable: list[dict[str, str]] = []
     for run_id in run_ids:
         try:

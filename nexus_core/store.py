@@ -11,7 +11,7 @@ from _thread import get_ident  # not threading: a read-only inspect never needs 
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, cast
 
-from . import canonical
+from . import canonical, state_dirs
 from .errors import NexusError, fail
 from .paths import FileTooLarge, RefusedFile, probe_state_dir, read_regular, safe_target
 from .shapes import JsonObject, Run
@@ -74,6 +74,7 @@ def atomic_write(root: str, file: str, text: str | bytes, *, keep_open: bool = F
     ``keep_open``: return the written file's descriptor, still open (the caller closes it), so
     its inode cannot be freed and given to another file while the caller relies on it."""
     target = safe_target(root, file)
+    state_dirs.check(root)
     make_dirs(os.path.dirname(target))
     import uuid  # here, not at the top: a read-only inspect never writes (start-up time)
 

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
+from .. import state_dirs
 from ..errors import NexusError
 from ..paths import RefusedFile, open_regular
 from ..store import make_dirs, unsafe_reason
@@ -232,6 +233,8 @@ def connect_checked(root: str, *, create: bool = False, read_only: bool = False)
     """The checked database, open (None when it does not exist and ``create`` is False); the
     caller closes it."""
     path = db_path(root)
+    if not read_only:
+        state_dirs.check(root)  # a database another user's directory holds could be swapped under us
     if not _check_file(path):
         if not create:
             return None

@@ -36,6 +36,7 @@ from nexus_core.shapes import (
     Verification,
 )
 from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
+from nexus_core.state_dirs import directory_problem
 from nexus_core.store import LOAD_LIMIT, RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
 from nexus_core.words import json_word
@@ -292,11 +293,11 @@ def _private_directory(directory: str) -> int:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as error:
         raise NexusError(f"The plan cannot be saved in {directory}: {error.strerror}.") from None
-    info = os.fstat(fd)
-    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+    problem = directory_problem(os.fstat(fd))  # the rule every state directory follows
+    if problem is not None:
         os.close(fd)
         raise NexusError(
-            f"The plan is not saved in {directory}: other users can write there (or own it). "
+            f"The plan is not saved in {directory}: it is {problem}. "
             "Choose a directory only you can write to, such as one inside the project."
         )
     return fd
