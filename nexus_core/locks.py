@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -12,7 +13,16 @@ from .errors import NexusError, fail
 from .hostinfo import hostname, owner_liveness, pid
 from .paths import RefusedFile, read_regular, safe_target
 from .shapes import JsonObject, LockSnapshot, Owner
-from .store import BASE, LOCK_RECOVERY_DIR, atomic_write, make_dirs, remove_dead_temp_files, unsafe_reason
+from .store import (
+    BASE,
+    LOCK_RECOVERY_DIR,
+    atomic_write,
+    make_dirs,
+    not_written,
+    remove_dead_temp_files,
+    remove_made_dirs,
+    unsafe_reason,
+)
 from .timeutil import now_iso
 
 WRITER_LOCK = BASE + "/writer.lock"
@@ -37,8 +47,20 @@ def _publish(root: str, rel: str, owner: Owner) -> bool:
     """
     target = safe_target(root, rel)
     state_dirs.check(root)  # every mutation takes a lock first: nothing is written into an unsafe directory
-    make_dirs(os.path.dirname(target))
-    safe_target(root, rel)
+    made = make_dirs(os.path.dirname(target))
+    published = False
+    try:
+        safe_target(root, rel)
+        published = _link_lock(target, rel, owner)
+    except OSError as error:  # a full disk, a read-only filesystem: named, and nothing is left behind
+        raise not_written(target, error) from None
+    finally:
+        if not published:
+            remove_made_dirs(made)
+    return published
+
+
+def _link_lock(target: str, rel: str, owner: Owner) -> bool:
     # The pid in the name lets the next lock holder tell a dead publisher's leftover from a
     # live one that is about to link (store.remove_dead_temp_files).
     temp = os.path.join(os.path.dirname(target), f".{os.path.basename(rel)}.{owner['pid']}.{owner['token']}.tmp")
@@ -46,7 +68,9 @@ def _publish(root: str, rel: str, owner: Owner) -> bool:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             try:
-                os.write(fd, canonical.compact(owner).encode("utf-8"))
+                data = canonical.compact(owner).encode("utf-8")
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 os.fsync(fd)
             finally:
                 os.close(fd)

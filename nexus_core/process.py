@@ -43,7 +43,7 @@ from .paths import directory_at, read_regular, root_of, safe_target
 from .plan import input_bytes
 from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
 from .snapshots import protected_snapshot, scope_snapshot
-from .store import RECEIPTS_DIR, RUN_ID, atomic_write, load_run, run_path, unsafe_reason
+from .store import RECEIPTS_DIR, RUN_ID, StateNotWritten, atomic_write, load_run, run_path, unsafe_reason
 from .timeutil import now_iso, now_ms, parse_iso_ms
 
 POLL_SECONDS = 0.1
@@ -832,7 +832,7 @@ def launch_task(
         try:
             return mutate(directory, run_id, finalize, patient=True, patience=RECEIPT_PATIENCE_SECONDS)
         except BaseException as failure:
-            if isinstance(failure, NexusError) and not isinstance(failure, WriterBusy):
+            if isinstance(failure, NexusError) and not isinstance(failure, (WriterBusy, StateNotWritten)):
                 # The core refused the receipt (SPEC 5.7 step 7.1: ownership replaced, state
                 # unusable): as in the reference it is not stored, and nothing collect would
                 # refuse is kept.

@@ -42,16 +42,49 @@ def run_path(run_id: object) -> str:
     return f"{RUNS}/{run_id}.json"
 
 
-def make_dirs(path: str) -> None:
+def make_dirs(path: str) -> list[str]:
     """mkdir -p with 0700 for every directory we create (``os.makedirs`` would give the
-    intermediate ones the umask's default, e.g. 0755 for .bmad-plus)."""
+    intermediate ones the umask's default, e.g. 0755 for .bmad-plus). Returns the directories
+    it created, outermost first (a failed write removes them again: ``remove_made_dirs``)."""
     if os.path.isdir(path):
-        return
+        return []
     parent = os.path.dirname(path)
-    if parent and parent != path:
-        make_dirs(parent)
-    with contextlib.suppress(FileExistsError):
+    made = make_dirs(parent) if parent and parent != path else []
+    try:
         os.mkdir(path, 0o700)
+    except FileExistsError:
+        return made
+    return [*made, path]
+
+
+def remove_made_dirs(made: list[str]) -> None:
+    """Undo ``make_dirs``: a refused or failed write leaves no directory behind (only empty
+    ones are removed: another writer may have used one meanwhile)."""
+    for path in reversed(made):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+
+
+class StateNotWritten(NexusError):
+    """A file under the state directory could not be written (a full disk, a read-only or
+    failing filesystem): our own refusal, naming the file; the write left it as it was, and a
+    command of one save therefore changed nothing. Not a refusal by the registry's rules: a
+    caller that keeps work aside when a save fails (launch's receipt) treats it like a busy
+    lock, and one that saved before (verify) says what stays on disk (``path``, ``reason``,
+    ``fix``: the parts of the message)."""
+
+    def __init__(self, path: str, reason: str, fix: str) -> None:
+        super().__init__(f"Could not write {path} ({reason}); nothing was changed. {fix}")
+        self.path, self.reason, self.fix = path, reason, fix
+
+
+def not_written(path: str, error: OSError) -> StateNotWritten:
+    """The refusal for ``path`` (the file that could not be written) after ``error``."""
+    full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+    fix = "Free space on the filesystem that holds it, then" if full else "Fix the cause, then"
+    return StateNotWritten(path, error.strerror or str(error), f"{fix} run the command again.")
 
 
 def unsafe_reason(info: os.stat_result, *, root_may_own: bool = False) -> str | None:
@@ -75,13 +108,15 @@ def atomic_write(root: str, file: str, text: str | bytes, *, keep_open: bool = F
     its inode cannot be freed and given to another file while the caller relies on it."""
     target = safe_target(root, file)
     state_dirs.check(root)
-    make_dirs(os.path.dirname(target))
+    made = make_dirs(os.path.dirname(target))
     import uuid  # here, not at the top: a read-only inspect never writes (start-up time)
 
     temp_rel = temp_name(file, str(uuid.uuid4()))
     temp = safe_target(root, temp_rel)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = -1
+    renamed = False
     try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         data = text.encode("utf-8") if isinstance(text, str) else text
         view = memoryview(data)
         while view:
@@ -93,16 +128,21 @@ def atomic_write(root: str, file: str, text: str | bytes, *, keep_open: bool = F
             fd = -1
         safe_target(root, file)
         os.rename(temp, target)
+        renamed = True
         _fsync_dir(os.path.dirname(target))
         if not keep_open:
             return None
         kept, fd = fd, -1
         return kept
+    except OSError as error:
+        raise not_written(target, error) from None
     finally:
         if fd >= 0:
             os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        if not renamed:
+            remove_made_dirs(made)
 
 
 def temp_name(file: str, token: str) -> str:
