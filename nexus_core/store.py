@@ -107,7 +107,9 @@ def atomic_write(root: str, file: str, text: str | bytes, *, keep_open: bool = F
     ``keep_open``: return the written file's descriptor, still open (the caller closes it), so
     its inode cannot be freed and given to another file while the caller relies on it."""
     target = safe_target(root, file)
-    state_dirs.check(root)
+    if not file.startswith(RUNS + "/"):
+        # Run state is written only under writer.lock, whose publication checked already.
+        state_dirs.check(root)
     made = make_dirs(os.path.dirname(target))
     import uuid  # here, not at the top: a read-only inspect never writes (start-up time)
 
