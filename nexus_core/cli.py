@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from . import canonical
 from .errors import NexusError
+from .state_dirs import UnsafeDirectory
 
 
 def terminal_safe(value: object, *, one_line: bool = False) -> str:
@@ -132,6 +133,8 @@ def human_summary(result: Mapping[str, Any]) -> str:
             if observation["stale"]:
                 line += f" STALE: {observation['staleReason']}"
             lines.append(line)
+    for unsafe in result.get("unsafeStateDirectories") or []:  # ours: never in the reference's output
+        lines.append("Warning: " + UnsafeDirectory(unsafe["directory"], unsafe["problem"]).warning())
     lines.append(CLOSING)
     return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 

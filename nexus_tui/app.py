@@ -416,6 +416,11 @@ class NexusApp(App[None]):
         else:
             self.exit()
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C (Textual binds it to a "press Ctrl+Q" hint): quits like q, the way an operator
+        expects a terminal program to stop."""
+        self.call_next(self.action_quit)
+
     def action_recovery_guide(self) -> None:
         self.flow.open_recovery(self.selection().project or "")
 

@@ -709,6 +709,9 @@ def status_text(
     if snapshot.recovery_lock.hint:
         text.append(plain(snapshot.recovery_lock.hint, themed("$warning")))
         text.append("\n")
+    for warning in snapshot.unsafe_directories:
+        text.append(plain(f"⚠ {warning}", themed("$warning")))
+        text.append("\n")
     if narrow:
         text.append(plain(project_label, "bold"))
         text.append("  │  ")
