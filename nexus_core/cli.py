@@ -74,6 +74,12 @@ SEPARATE_COMMANDS = {
         "Fire the due occurrences of the projects' schedules (foreground).",
         "[-d DIR ...]",
     ),
+    "report": SeparateCommand(
+        "nexus_core.report.command:report_command",
+        "nexus_core.report.command:report_main",
+        "A run's report: markdown (PR comment, CI summary), junit (CI test report) or html (read-only).",
+        "RUN --format markdown|junit|html [-o FILE]",
+    ),
 }
 
 
@@ -215,7 +221,8 @@ def _command() -> Any:
         "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
         "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]\n"
         "  nexus schedule add|list|show|runs|pause|resume|delete|run ... [--json] [-d DIR]\n"
-        "  nexus scheduler [-d DIR ...] [--event-log FILE]",
+        "  nexus scheduler [-d DIR ...] [--event-log FILE]\n"
+        "  nexus report RUN [--format markdown|junit|html] [-o FILE] [-d DIR]",
     )
     @click.argument("action")
     @click.argument("run", required=False)
