@@ -281,9 +281,16 @@ def run_action(
     _exit(code, one_shot)
 
 
-def _fail(message: str, as_json: bool, one_shot: bool = False) -> NoReturn:
+def _fail(message: str, as_json: bool, one_shot: bool = False, *, ours: bool = False) -> NoReturn:
+    """``ours``: a command of our own (not one of the reference's actions, whose bytes are kept):
+    its JSON is escaped for a terminal like all of ours (``terminal_safe_json``)."""
     if as_json:
-        _write(sys.stdout, canonical.compact({"schemaVersion": 1, "status": "error", "error": message}) + "\n")
+        envelope = canonical.compact({"schemaVersion": 1, "status": "error", "error": message})
+        if ours:
+            from .terminal import terminal_safe_json
+
+            envelope = terminal_safe_json(envelope)
+        _write(sys.stdout, envelope + "\n")
     else:
         _write(sys.stderr, f"Nexus: {terminal_safe(message, one_line=True)}\n")
     _exit(1, one_shot)

@@ -251,6 +251,19 @@ if __name__ == "__main__":
     type=click.IntRange(1, 1000),
     help="Browser sessions at once; the next one gets a page saying so.",
 )
+@click.option(
+    "--public-host",
+    "public_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A host name browsers use to reach the server (a reverse proxy's); repeatable. Requests naming any "
+    "other host than these, loopback names and --host are refused (DNS rebinding).",
+)
+@click.option(
+    "--secure-cookie",
+    is_flag=True,
+    help="Mark the token cookie Secure (sent over HTTPS only): for a server reached through a TLS proxy.",
+)
 @discover_options
 @click.pass_obj
 def serve_command(
@@ -260,6 +273,8 @@ def serve_command(
     port: int,
     allow_actions: bool,
     max_sessions: int,
+    public_hosts: tuple[str, ...],
+    secure_cookie: bool,
     discover: str | None,
     discover_depth: int,
 ) -> int:
@@ -282,5 +297,7 @@ def serve_command(
         allow_actions=allow_actions,
         max_sessions=max_sessions,
         poll=options.poll,
+        public_hosts=public_hosts,
+        secure_cookie=secure_cookie,
     )
     return serve(config)
