@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from . import canonical
 from .errors import NexusError
+from .state_dirs import UnsafeDirectory
 
 
 def terminal_safe(value: object, *, one_line: bool = False) -> str:
@@ -132,6 +133,8 @@ def human_summary(result: Mapping[str, Any]) -> str:
             if observation["stale"]:
                 line += f" STALE: {observation['staleReason']}"
             lines.append(line)
+    for unsafe in result.get("unsafeStateDirectories") or []:  # ours: never in the reference's output
+        lines.append("Warning: " + UnsafeDirectory(unsafe["directory"], unsafe["problem"]).warning())
     lines.append(CLOSING)
     return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 
@@ -283,9 +286,16 @@ def run_action(
     _exit(code, one_shot)
 
 
-def _fail(message: str, as_json: bool, one_shot: bool = False) -> NoReturn:
+def _fail(message: str, as_json: bool, one_shot: bool = False, *, ours: bool = False) -> NoReturn:
+    """``ours``: a command of our own (not one of the reference's actions, whose bytes are kept):
+    its JSON is escaped for a terminal like all of ours (``terminal_safe_json``)."""
     if as_json:
-        _write(sys.stdout, canonical.compact({"schemaVersion": 1, "status": "error", "error": message}) + "\n")
+        envelope = canonical.compact({"schemaVersion": 1, "status": "error", "error": message})
+        if ours:
+            from .terminal import terminal_safe_json
+
+            envelope = terminal_safe_json(envelope)
+        _write(sys.stdout, envelope + "\n")
     else:
         _write(sys.stderr, f"Nexus: {terminal_safe(message, one_line=True)}\n")
     _exit(1, one_shot)

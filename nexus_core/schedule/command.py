@@ -14,13 +14,13 @@ from typing import Any, NoReturn
 import click
 
 from .. import canonical
-from ..cli import _fail as fail
+from ..cli import _fail
 from ..errors import NexusError
 from ..supervise.command import run_click
 from ..supervise.loop import LoopStop
-from ..terminal import terminal_safe
+from ..terminal import terminal_safe, terminal_safe_json
 from ..timeutil import parse_iso_ms
-from . import core
+from . import core, db
 from .rules import local_zone_name, zone_of
 from .runner import TEST_CLOCK_ENV, Clock, run_scheduler
 
@@ -40,6 +40,17 @@ def _err(text: str) -> None:
     _write(sys.stderr, text)
 
 
+def fail(message: str, as_json: bool) -> NoReturn:
+    """A refusal: ``Nexus: ...`` on stderr, or the error envelope, escaped like all our JSON."""
+    _fail(message, as_json, ours=True)
+
+
+def _json(value: dict[str, Any]) -> str:
+    """A subcommand's --json object: C1, bidi controls and separators in a title or a reason
+    written as \\u escapes (the same values), like wait's and the scheduler's JSON lines."""
+    return terminal_safe_json(canonical.pretty(value)) + "\n"
+
+
 def _guarded(as_json: bool, action: Callable[[], tuple[dict[str, Any], str]]) -> NoReturn:
     """Run one subcommand: its JSON object or its words, or the error line and exit 1."""
     try:
@@ -47,11 +58,11 @@ def _guarded(as_json: bool, action: Callable[[], tuple[dict[str, Any], str]]) ->
     except NexusError as error:
         fail(error.message, as_json)
     except sqlite3.Error as error:
-        fail(f"The schedules database could not be used ({error}); nothing was changed.", as_json)
+        fail(f"{db.failure_words(error)}; nothing was changed.", as_json)
     except OSError as error:
         fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), as_json)
     if as_json:
-        _out(canonical.pretty({"schemaVersion": 1, **result}) + "\n")
+        _out(_json({"schemaVersion": 1, **result}))
     else:
         _out(words + "\n")
     sys.exit(0)
@@ -329,7 +340,7 @@ def scheduler_command(directories: tuple[str, ...], event_log: str | None) -> No
     except NexusError as error:
         fail(error.message, False)
     except sqlite3.Error as error:
-        fail(f"The schedules database could not be used ({error}).", False)
+        fail(f"{db.failure_words(error)}.", False)
     except OSError as error:
         fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), False)
     finally:

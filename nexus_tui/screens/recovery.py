@@ -173,8 +173,8 @@ class RecoveryScreen(NexusDialog[str | None]):
 
 
 def situation_label(situation: Situation) -> Text:
-    where = situation.run_id or "project"
-    return Text.assemble((f"[{where}] ", "dim"), plain(situation.title, one_line=True))
+    where = plain(f"[{situation.run_id or 'project'}] ", "dim", one_line=True)
+    return Text.assemble(where, plain(situation.title, one_line=True))
 
 
 class RecoveryListScreen(NexusDialog[Situation | None]):

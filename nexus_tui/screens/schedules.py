@@ -202,5 +202,9 @@ class SchedulesScreen(ModalScreen[None]):
 
     @on(ActionDone)
     def _done(self, message: ActionDone) -> None:
-        self.notify(terminal_safe(message.words, one_line=True), severity="error" if message.error else "information")
+        self.notify(
+            terminal_safe(message.words, one_line=True),
+            severity="error" if message.error else "information",
+            markup=False,  # the words quote a schedule id, an error names a path
+        )
         self.reload()
