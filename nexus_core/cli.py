@@ -81,6 +81,12 @@ SEPARATE_COMMANDS = {
         "A run's report: markdown (PR comment, CI summary), junit (CI test report) or html (read-only).",
         "RUN --format markdown|junit|html [-o FILE]",
     ),
+    "observe": SeparateCommand(
+        "nexus_core.view.observe_command:observe_command",
+        "nexus_core.view.observe_command:observe_main",
+        "Stream the dashboard's view of projects as JSON lines (what nexus-tui --ssh reads; read-only).",
+        "[-d DIR ...] [--json-lines]",
+    ),
 }
 
 
@@ -225,7 +231,8 @@ def _command() -> Any:
         "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]\n"
         "  nexus schedule add|list|show|runs|pause|resume|delete|run ... [--json] [-d DIR]\n"
         "  nexus scheduler [-d DIR ...] [--event-log FILE]\n"
-        "  nexus report RUN [--format markdown|junit|html] [-o FILE] [-d DIR]",
+        "  nexus report RUN [--format markdown|junit|html] [-o FILE] [-d DIR]\n"
+        "  nexus observe [-d DIR ...] [--json-lines]",
     )
     @click.argument("action")
     @click.argument("run", required=False)

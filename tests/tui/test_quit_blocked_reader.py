@@ -16,13 +16,13 @@ from test_quit_terminal import _state
 from test_terminal_bytes import Terminal
 from tui_actions_support import make_project
 
-from nexus_tui.logic import model
+from nexus_core.view import model
 
 # The dashboard as `nexus-tui -d ROOT` starts it, with the scanner's run-file read blocked on a
 # FIFO that never gets a writer (the blocked thread is a worker of Textual's thread pool).
 WRAPPER = """
 import pathlib, sys
-import nexus_tui.logic.model as model
+import nexus_core.view.model as model
 fifo = sys.argv[1]
 def blocked_read(root, run_id):
     pathlib.Path(fifo + ".blocking").write_text("the scanner is about to block")
