@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from nexus_core import actions as mutations
 from nexus_core.engine import Progress
-from nexus_core.errors import NexusError, message_of
+from nexus_core.errors import NexusError, explained
 from nexus_core.locks import RECOVERY_LOCK, lock_snapshot
 from nexus_core.paths import root_of
 from nexus_core.shapes import JsonObject, LockSnapshot, Run
@@ -185,7 +185,7 @@ def execute(
             should_stop=should_stop,
         )
     except (NexusError, OperationRefused, OSError) as error:
-        log.append(LogEntry(now_iso(), action.name, target, summary, False, message_of(error)))
+        log.append(LogEntry(now_iso(), action.name, target, summary, False, explained(error)))
         raise
     log.append(LogEntry(now_iso(), action.name, target, summary, True, action.result_words(preview_, result)))
     return cast(JsonObject, result)  # the screens read it as JSON
