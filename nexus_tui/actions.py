@@ -78,7 +78,7 @@ REGISTRY: list[ActionSpec] = [
     ActionSpec("clear_filter", "", "Clear filter", "Show every task again.", footer=False),
     ActionSpec("sort", "s", "Sort", "Sort the focused table by the next column (click a header to pick one)."),
     ActionSpec("reverse_sort", "S", "Reverse", "Reverse the sort order of the focused table.", footer=False),
-    ActionSpec("toggle_follow", "p", "Pause", "Pause or resume live updates (follow)."),
+    ActionSpec("toggle_follow", "f", "Follow", "Pause or resume live updates (follow)."),
     ActionSpec("refresh", "r", "Rescan", "Rescan every run file and scope now."),
     ActionSpec("focus_next_pane", "tab", "Next pane", "Move focus between runs, tasks and detail.", footer=False),
     ActionSpec("next_project", "right_square_bracket", "Next project", "Show the next project tab.", footer=False),
