@@ -158,8 +158,11 @@ def _invalid_now(operation: Operation) -> Unavailable:
 # The mutating actions, one per Operation (nexus_tui/logic/operations): each opens a confirmation
 # dialog that states exactly what will change; --read-only disables all of them in refusal().
 _ACT = "Act (changes state)"
-REGISTRY += [
-    ActionSpec(
+
+
+def operation_entry(operation: Operation) -> ActionSpec:
+    """The registry entry of a mutating action: everything in it comes from its Operation."""
+    return ActionSpec(
         operation.name,
         operation.keys,
         operation.label,
@@ -171,9 +174,9 @@ REGISTRY += [
         unavailable=_invalid_now(operation),
         action=f"act({operation.name!r})",
     )
-    for operation in OPERATIONS.values()
-    if operation.in_registry
-]
+
+
+REGISTRY += [operation_entry(operation) for operation in OPERATIONS.values() if operation.in_registry]
 REGISTRY += [
     ActionSpec(
         "recovery_guide",
