@@ -145,8 +145,8 @@ REGISTRY: list[ActionSpec] = [
 
 
 def _invalid_now(operation: Operation) -> Unavailable:
-    """Why the core would refuse ``operation`` for the selection, or None (a cheap mirror of its
-    preconditions, no hashing); the dialog re-reads the state and the core decides."""
+    """Why the core would refuse ``operation`` for the selection, or None: its state checks,
+    asked (no hashing, no file read); the dialog re-reads the state and the core decides."""
 
     def check(selection: Selection) -> str | None:
         target = Target(selection.project, selection.inspection, selection.task_id, selection.lock_fingerprint)

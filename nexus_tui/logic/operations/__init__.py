@@ -1,8 +1,8 @@
 """The mutating actions of the dashboard, without widgets: one :class:`~.base.Operation` per
 action, each in the module of its family (``host``, ``process``, ``evidence``, ``lock``,
-``create``), listed once in :data:`OPERATIONS`. Adding an action = one module (or class) plus one
-line here; the registry, bindings, footer, help, palette, read-only gate, dialogs, recovery
-buttons and action log follow.
+``create``), listed once in :data:`OPERATIONS`. Adding an action = its entry in the core's table
+(``nexus_core.actions.COMMANDS``) and one module (or class) plus one line here; the registry,
+bindings, footer, help, palette, read-only gate, dialogs, recovery buttons and action log follow.
 
 The functions below are what the rest of the dashboard calls: ``preview`` (what the dialog
 states, read from the core's current state), ``validate``, ``execute`` (re-check the target,
@@ -117,9 +117,9 @@ def unavailable_reason(
     action: str, run: Run | None, task_id: str | None, lock: Any = None, root: str | None = None
 ) -> str | None:
     """Why the core would refuse this action for this selection now, or None when it may
-    accept it. A cheap mirror of the core's preconditions (no hashing) for the palette and the
-    footer; the core stays the authority. With ``root``, a process receipt kept beside the state
-    (the launch could not store it) counts as ready to collect."""
+    accept it: the core's state checks of the action, asked (no hashing), in their words, for
+    the palette and the footer; the core's call stays the authority. With ``root``, a process
+    receipt kept beside the state (the launch could not store it) counts as ready to collect."""
     return operation(action).unavailable(Target(root, run, task_id, lock))
 
 
