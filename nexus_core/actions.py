@@ -14,7 +14,7 @@ separate commands' modules are imported only when an entry is called.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from .preconditions import (
     ACCEPT,
@@ -45,20 +45,58 @@ Kind = Literal["inspect", "mutation", "command"]
 Result = Run | JsonObject
 
 
-class Command(NamedTuple):  # not a dataclass: importing dataclasses costs milliseconds per call
-    name: str
-    summary: str  # one line: completion's help (zsh, fish)
-    usage: str  # the words after the name, for ``nexus --help`` and the README's tour
-    synopsis: str  # its required words, for the usage refusal's hint ("Also: nexus wait RUN, ...")
-    kind: Kind
-    takes: Takes = "nothing"
-    per_task: bool = False  # RUN TASK positionals
-    long: bool = False  # accepts progress and should_stop hooks (live progress, Stop)
-    call: Callable[..., Result] | None = None  # a mutation: (directory, run, task, input, **hooks)
-    checks: tuple[Check, ...] = ()  # a mutation's state checks, in the engine's order
-    retry: bool | None = False  # the call fact ``retry``; None: its input's (launch)
-    runner: str = ""  # a command: "module:attribute" of the function given its words
-    command: str = ""  # a command: "module:attribute" of its click command (completion reads it)
+class Command:
+    """One entry of the vocabulary. A plain class, not a NamedTuple or a dataclass: making one
+    of those costs about a millisecond, on every call of the CLI."""
+
+    __slots__ = (
+        "call",
+        "checks",
+        "command",
+        "kind",
+        "long",
+        "name",
+        "per_task",
+        "retry",
+        "runner",
+        "summary",
+        "synopsis",
+        "takes",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        summary: str,  # one line: completion's help (zsh, fish)
+        usage: str,  # the words after the name, for ``nexus --help`` and the README's tour
+        synopsis: str,  # its required words, for the usage refusal's hint ("Also: nexus wait RUN, ...")
+        kind: Kind,
+        takes: Takes = "nothing",
+        per_task: bool = False,  # RUN TASK positionals
+        long: bool = False,  # accepts progress and should_stop hooks (live progress, Stop)
+        call: Callable[..., Result] | None = None,  # a mutation: (directory, run, task, input, **hooks)
+        checks: tuple[Check, ...] = (),  # a mutation's state checks, in the engine's order
+        retry: bool | None = False,  # the call fact ``retry``; None: its input's (launch)
+        runner: str = "",  # a command: "module:attribute" of the function given its words
+        command: str = "",  # a command: "module:attribute" of its click command (completion reads it)
+    ) -> None:
+        self.name = name
+        self.summary = summary
+        self.usage = usage
+        self.synopsis = synopsis
+        self.kind = kind
+        self.takes = takes
+        self.per_task = per_task
+        self.long = long
+        self.call = call
+        self.checks = checks
+        self.retry = retry
+        self.runner = runner
+        self.command = command
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r}, {self.kind!r})"
 
 
 # ----------------------------------------------------------------- how each mutation calls the core

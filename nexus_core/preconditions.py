@@ -13,7 +13,6 @@ completion ask that entry. Pure functions of a loaded run; tolerant of any shape
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
 
 from .errors import NexusError, fail
 from .shapes import JsonObject, Record
@@ -129,19 +128,34 @@ def _kept_receipt_observed(run: Record, task: Record) -> bool:
 # ----------------------------------------------------------------- checks
 
 
-class Check(NamedTuple):  # not a dataclass: importing dataclasses costs milliseconds per call
+class Check:
     """One state check of an action: what it reads, when it passes, its refusal in the SPEC's
     words (``message``, without the engine's ``Nexus: ``; ``{fact}`` names a fact's value) and
-    in the dashboard's (``words``)."""
+    in the dashboard's (``words``). ``interleaved``: the engine makes it at its own place between
+    other steps (each dependency's acceptance, then its evidence, in plan order), so ``require``
+    leaves it out. A plain class: a NamedTuple's class costs some 0.7 ms to make, on every call
+    of the CLI (the vocabulary holds these)."""
 
-    name: str
-    reads: tuple[str, ...]
-    passes: Callable[[Facts], bool]
-    message: str
-    words: str
-    # The engine makes it at its own place between other steps (each dependency's acceptance,
-    # then its evidence, in plan order): ``require`` leaves it out.
-    interleaved: bool = False
+    __slots__ = ("interleaved", "message", "name", "passes", "reads", "words")
+
+    def __init__(
+        self,
+        name: str,
+        reads: tuple[str, ...],
+        passes: Callable[[Facts], bool],
+        message: str,
+        words: str,
+        interleaved: bool = False,
+    ) -> None:
+        self.name = name
+        self.reads = reads
+        self.passes = passes
+        self.message = message
+        self.words = words
+        self.interleaved = interleaved
+
+    def __repr__(self) -> str:
+        return f"Check({self.name!r}: {self.message!r})"
 
     def refusal(self, facts: Facts) -> NexusError:
         """The engine's refusal: exactly the SPEC's message."""
