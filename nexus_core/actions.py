@@ -288,6 +288,15 @@ COMMANDS: dict[str, Command] = {
             runner="nexus_core.schedule.command:schedule_main",
             command="nexus_core.schedule.command:scheduler_command",
         ),
+        Command(
+            "report",
+            "A run's report: markdown (PR comment, CI summary), junit (CI test report) or html (read-only).",
+            "RUN [--format markdown|junit|html] [-o FILE] [-d DIR]",
+            "RUN --format markdown|junit|html [-o FILE]",
+            "command",
+            runner="nexus_core.report.command:report_main",
+            command="nexus_core.report.command:report_command",
+        ),
     )
 }
 
