@@ -22,7 +22,7 @@ from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from nexus_core.errors import message_of
+from nexus_core.errors import explained
 from nexus_core.terminal import is_terminal_safe, terminal_safe
 from nexus_core.timeutil import now_ms
 
@@ -210,7 +210,7 @@ class NexusApp(App[None]):
         try:
             notes = demo.run(lambda text: self.post_message(DemoProgress.Step(text)))
         except Exception as error:
-            self.post_message(DemoProgress.Built([], message_of(error)))
+            self.post_message(DemoProgress.Built([], explained(error)))
         else:
             self.post_message(DemoProgress.Built(notes, None))
 
