@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, cast
 
-from . import canonical
+from . import canonical, process_group
 from .checks import check_environment, signal_name
 from .engine import (
     Progress,
@@ -41,6 +41,7 @@ from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, pid
 from .paths import directory_at, root_of, safe_target
 from .plan import input_bytes
+from .process_group import group_alive
 from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
 from .snapshots import protected_snapshot, scope_snapshot
 from .store import RECEIPTS_DIR, RUN_ID, atomic_write, load_run, run_path, unsafe_reason
@@ -48,7 +49,8 @@ from .timeutil import now_iso, now_ms, parse_iso_ms
 
 POLL_SECONDS = 0.1
 HEARTBEAT_SECONDS = 1.0
-STOP_GRACE_SECONDS = 1.0
+STOP_GRACE_SECONDS = process_group.STOP_GRACE_SECONDS  # the reference's 1 s; then SIGKILL to the group
+KILLED_EXIT_SECONDS = 0.5  # after that SIGKILL: how long the child's exit is waited for
 RETAINED_PIPES_SECONDS = 0.25
 # How long a state write inside a running launch may wait for writer.lock.
 HEARTBEAT_PATIENCE_SECONDS = 2.0
@@ -253,10 +255,14 @@ class _Supervision:
             code = child.poll()
             if code is not None:
                 self._record_exit(code)
-        if child is not None and not self.child_exited and not self.signalled:
+        if child is not None and self.stop_at is None:
+            # The child leads its own process group: SIGTERM reaches what it started too (its
+            # descendants are stopped even when the child itself has already exited).
             try:
-                child.send_signal(signal.SIGTERM)
-                self.signalled = True
+                os.killpg(child.pid, signal.SIGTERM)
+                self.signalled = not self.child_exited
+            except ProcessLookupError:
+                pass  # nothing of it is left
             except OSError as failure:
                 if self.error is None:
                     self.error = str(failure)
@@ -311,6 +317,7 @@ class _Supervision:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 close_fds=True,
+                start_new_session=True,  # its descendants are its process group: stopped together
             )
         except OSError as failure:
             code = errno.errorcode.get(failure.errno or 0, str(failure))
@@ -384,14 +391,34 @@ class _Supervision:
         return pending
 
     def _ended(self, now: float) -> bool:
-        """The child exited with its pipes closed, kept them past the grace, or was stopped."""
-        if self.child_exited and self.closed:
+        """The child exited with its pipes closed, kept them past the grace, or was stopped (its
+        process group then gone, or killed once the grace has passed)."""
+        stopping = self.stop_at is not None
+        if self.child_exited and self.closed and not (stopping and self._group_left()):
             return True
-        if self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
+        if not stopping and self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
             if self.reason is None:
                 self.reason = "retained-pipes"
             return True
-        return self.stop_at is not None and now >= self.stop_at
+        if self.stop_at is not None and now >= self.stop_at:
+            self._kill_group()
+            return True
+        return False
+
+    def _group_left(self) -> bool:
+        return self.child is not None and group_alive(self.child.pid)
+
+    def _kill_group(self) -> None:
+        """The grace after SIGTERM has passed: SIGKILL what is left of the child's process group,
+        and record the child's end if it comes at once (the reference leaves it running)."""
+        child = self.child
+        if child is None or not self._group_left():
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+        if not self.child_exited:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._record_exit(child.wait(timeout=KILLED_EXIT_SECONDS))
 
     def _heed(self, hooks: Hooks) -> None:
         """Stop on an operator's interrupt or when the state writer lost the operation."""
@@ -429,6 +456,7 @@ class _Supervision:
                 self._record_exit(code)
                 break
             time.sleep(0.02)
+        self._kill_group()
 
     def _close_pipes(self) -> None:
         child = self.child
@@ -442,7 +470,8 @@ class _Supervision:
             code = child.poll()
             if code is not None:
                 self._record_exit(code)
-        # A child that has not exited is left running (detached), as the reference does.
+        # A child that has not exited is left running (detached), as the reference does; a
+        # stopped one was killed with its process group (_kill_group).
 
     def _result(self, started_at: str) -> JsonObject:
         stdout = bytes(self.captured["stdout"])
