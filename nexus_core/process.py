@@ -12,6 +12,7 @@ stored is kept beside the state as a recoverable receipt file that ``inspect`` p
 from __future__ import annotations
 
 import base64
+import codecs
 import contextlib
 import errno
 import functools
@@ -192,6 +193,10 @@ class Hooks:
     def should_stop(self) -> bool:
         return False
 
+    def output(self, stream: str, data: bytes) -> None:
+        """A captured piece of the child's ``stream`` (as the receipt stores it), as it is read."""
+        return None
+
 
 def _output_entry(data: bytes, observed: int, complete: bool) -> JsonObject:
     return {
@@ -269,13 +274,14 @@ class _Supervision:
         if self.stop_at is None:
             self.stop_at = time.monotonic() + STOP_GRACE_SECONDS
 
-    def _capture(self, stream: str, chunk: bytes) -> None:
+    def _capture(self, stream: str, chunk: bytes) -> bytes:
         self.observed[stream] += len(chunk)
         room = self.execution["outputLimitBytes"] - len(self.captured["stdout"]) - len(self.captured["stderr"])
         kept = chunk[: max(0, room)]
         self.captured[stream] += kept
         if len(kept) < len(chunk):
             self.stop("output-limit")
+        return kept
 
     def _record_exit(self, returncode: int) -> None:
         self.child_exited = True
@@ -356,7 +362,9 @@ class _Supervision:
                         selector.unregister(fd)
                         open_streams -= 1
                         continue
-                    self._capture(streams[fd], chunk)
+                    kept = self._capture(streams[fd], chunk)
+                    if kept:
+                        hooks.output(streams[fd], kept)
                 now = time.monotonic()
                 if not self.child_exited:
                     code = child.poll()
@@ -621,6 +629,7 @@ class _LaunchHooks(Hooks):
         self.child_pid: int | None = None
         self.seen_key: tuple[int, int, int] | None = None
         self.seen_run: Run | None = None
+        self.decoders: dict[str, codecs.IncrementalDecoder] = {}  # the output events' text
 
     def poll(self) -> str | None:
         # Re-parse only when the state file was replaced (every save renames a new file in).
@@ -646,6 +655,15 @@ class _LaunchHooks(Hooks):
 
     def failure(self) -> tuple[str, str] | None:
         return self.writer.failure if self.writer is not None else None
+
+    def output(self, stream: str, data: bytes) -> None:
+        if self.progress is None:
+            return
+        decoder = self.decoders.get(stream)
+        if decoder is None:
+            decoder = self.decoders[stream] = codecs.getincrementaldecoder("utf-8")("replace")
+        with contextlib.suppress(Exception):
+            self.progress({"event": "output", "stream": stream, "text": decoder.decode(data)})
 
     def should_stop(self) -> bool:
         return bool(self.stop_requested and self.stop_requested())
@@ -805,7 +823,8 @@ def launch_task(
 ) -> Run:
     """Open a process attempt, supervise its child in the foreground and store the receipt.
 
-    ``progress`` receives ``{"event": "spawned"|"heartbeat"|"heartbeat-skipped"|"finished", ...}``;
+    ``progress`` receives ``{"event": "spawned"|"output"|"heartbeat"|"heartbeat-skipped"|"finished", ...}``
+    (``output``: a captured piece of the child's ``stream`` as ``text``);
     ``should_stop`` is polled like a SIGINT: the child gets SIGTERM and the receipt says
     ``supervisor-interrupted``.
     """

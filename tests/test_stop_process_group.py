@@ -275,3 +275,17 @@ def test_ctrl_c_on_nexus_launch_stops_its_process_group(tmp_path: Path) -> None:
     assert_tree_gone(child, grandchild)
     receipt = process_support.latest(root, "r", "t")["process"]["receipt"]
     assert receipt["reason"] == "supervisor-interrupted" and receipt["outcome"] == "ambiguous"
+
+
+def test_a_launchs_output_events_are_what_its_receipt_captured(tmp_path: Path) -> None:
+    root = process_support.make_project(tmp_path / "project")
+    process_support.create(root, "r", [process_support.command_task("t", "loud")])
+    events: list[dict[str, Any]] = []
+    process.launch_task(str(root), "r", "t", {}, progress=lambda event: events.append(dict(event)))
+    output = process_support.latest(root, "r", "t")["process"]["receipt"]["output"]
+    for stream in ("stdout", "stderr"):
+        shown = "".join(e["text"] for e in events if e["event"] == "output" and e["stream"] == stream)
+        assert shown == output[stream]["text"]
+    assert output["stdout"]["text"].count("\n") == 200
+    kinds = [e["event"] for e in events]
+    assert kinds.index("spawned") < kinds.index("output") < kinds.index("finished")
