@@ -28,6 +28,7 @@ from .logic.selection import Selection
 Unavailable = Callable[[Selection], str | None]  # why the selection does not allow it, or None
 MAIN = "main"
 SCHEDULES = "schedules"  # the schedules panel (w): screens/schedules.py
+JOBS = "jobs"  # the jobs view (J): screens/jobs.py
 READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
 
 
@@ -139,6 +140,13 @@ REGISTRY: list[ActionSpec] = [
         "The project's schedules (nexus schedule): pause, resume, run now, delete.",
         footer=False,
     ),
+    ActionSpec(
+        "jobs",
+        "J",
+        "Jobs",
+        "Verify and launch runs of this session, running and finished, with their live output.",
+        footer=False,
+    ),
     ActionSpec("change_theme", "t", "Theme", "Pick a colour theme.", footer=False),
     ActionSpec("quit", "q", "Quit", "Leave the dashboard (nothing is written).", priority=False),
 ]
@@ -207,6 +215,40 @@ REGISTRY += [
         screen=SCHEDULES,
     )
     for action in SCHEDULE_ACTIONS.values()
+]
+
+
+# The jobs view's actions (screens/jobs.py), bound on that view only.
+REGISTRY += [
+    ActionSpec(
+        "jobs_follow",
+        "p",
+        "Pause/follow",
+        "Pause the output where it is (lines keep arriving) or follow it again.",
+        group="Jobs view (J)",
+        action="job('follow')",
+        screen=JOBS,
+    ),
+    ActionSpec(
+        "jobs_find",
+        "f",
+        "Find",
+        "Show only the output lines containing a text, highlighted (Esc clears).",
+        group="Jobs view (J)",
+        action="job('find')",
+        screen=JOBS,
+    ),
+    ActionSpec(
+        "jobs_stop",
+        "x",
+        "Stop…",
+        "Stop the selected job: asks first and says what a stop costs.",
+        mutating=True,
+        destructive=True,
+        group="Jobs view (J)",
+        action="job('stop')",
+        screen=JOBS,
+    ),
 ]
 
 
