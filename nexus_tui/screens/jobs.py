@@ -5,22 +5,26 @@ with ``f`` (only the lines containing the text, the text highlighted), stopped w
 first). Its keys come from the registry (``actions.JOBS`` entries).
 
 It reads the app's :class:`~nexus_tui.logic.jobs.Jobs` (the job's worker feeds each job; the app
-forwards ``JobChanged``); output is untrusted text, shown through ``render.plain`` only."""
+forwards ``JobChanged``). Output is untrusted text: made terminal-safe and written to a plain-text
+``Log`` (never markup); a stderr line starts with STDERR_MARK."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from rich.highlighter import Highlighter
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Input, Label, RichLog, Static
+from textual.widgets import DataTable, Footer, Input, Label, Log, Static
+
+from nexus_core.terminal import terminal_safe
 
 from .. import actions
-from ..logic.jobs import NEXUS, OUTPUT_LINES_KEPT, Job, Jobs, OutputLine, short_elapsed
+from ..logic.jobs import OUTPUT_LINES_KEPT, Job, Jobs, OutputLine, short_elapsed
 from ..logic.selection import Selection
 from ..widgets.render import plain, themed
 from .dialogs import Display
@@ -40,8 +44,35 @@ STATE_STYLE = {
 }
 
 
-class JobLog(RichLog):
-    """The selected job's output. A Tab stop only when there is something to scroll."""
+STDERR_MARK = "▌"  # before a stderr line (also coloured): the streams apart without colour too
+
+
+class LineStyles(Highlighter):
+    """Styles a line of the log as it is drawn: stderr in the warning colour, the dashboard's own
+    lines bold, the searched text highlighted. (Textual's ``Log`` draws only the lines on
+    screen, so a job's 5,000 lines cost nothing until they are seen.)"""
+
+    def __init__(self) -> None:
+        self.search = ""
+
+    def highlight(self, text: Text) -> None:
+        line = text.plain
+        if line.startswith(STDERR_MARK):
+            text.stylize(themed("$warning"))
+        elif line.startswith("── "):
+            text.stylize("bold")
+        if self.search:
+            text.highlight_words([self.search], themed("reverse $accent"), case_sensitive=False)
+
+
+class JobLog(Log):
+    """The selected job's output (plain lines: never markup). A Tab stop only when there is
+    something to scroll."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(highlight=True, max_lines=OUTPUT_LINES_KEPT, id=id)
+        self.styles_of_lines = LineStyles()
+        self.highlighter = self.styles_of_lines
 
     def allow_focus(self) -> bool:
         return self.max_scroll_y > 0 or self.max_scroll_x > 0
@@ -56,7 +87,7 @@ class JobsScreen(ModalScreen[None]):
     JobsScreen #panel-title { text-style: bold; padding: 0 1; }
     JobsScreen #jobs { height: auto; max-height: 8; }
     JobsScreen #job-heading { background: $panel; padding: 0 1; }
-    JobsScreen JobLog { height: 1fr; padding: 0 1; overflow-y: auto; background: $surface; }
+    JobsScreen JobLog { height: 1fr; padding: 0 1; overflow: auto auto; }
     """
     BINDINGS: ClassVar[list[Any]] = [
         Binding("escape,J,q", "dismiss_panel", "Close"),
@@ -89,7 +120,7 @@ class JobsScreen(ModalScreen[None]):
             )
             search.display = False
             yield search
-            yield JobLog(id="job-output", max_lines=OUTPUT_LINES_KEPT, wrap=False, markup=False, highlight=False)
+            yield JobLog(id="job-output")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -151,10 +182,11 @@ class JobsScreen(ModalScreen[None]):
         self.job = job
         log = self.query_one(JobLog)
         log.clear()
+        log.styles_of_lines.search = self.search
         self.shown_up_to = 0
         self.matches = 0
         if job is None:
-            log.write(plain("No verify or launch has run in this session yet (v verifies, l launches)."))
+            log.write_line("No verify or launch has run in this session yet (v verifies, l launches).")
         self._catch_up()
         self._heading()
 
@@ -162,20 +194,24 @@ class JobsScreen(ModalScreen[None]):
         if self.job is None:
             return
         lines, self.shown_up_to = self.job.lines_since(self.shown_up_to)
+        shown = [text for text in map(self._line, lines) if text is not None]
         log = self.query_one(JobLog)
-        for line in lines:
-            shown = self._line(line)
-            if shown is not None:
-                log.write(shown, scroll_end=self.following)
+        if shown:
+            log.write_lines(shown, scroll_end=False)
+        # Following keeps the end in view, also once the log's width (measured later) adds a
+        # horizontal scrollbar; paused, the view stays where the operator put it.
+        if self.following and log.scroll_y != log.max_scroll_y:
+            log.scroll_end(animate=False, immediate=True, x_axis=False)
 
-    def _line(self, line: OutputLine) -> Text | None:
-        style = {"stderr": themed("$warning"), NEXUS: "bold"}.get(line.stream, "")
-        text = plain(self.shown_text(line.text), style, one_line=True)
+    def _line(self, line: OutputLine) -> str | None:
+        """The line as shown (terminal-safe), or None when the search leaves it out."""
+        text = terminal_safe(self.shown_text(line.text), one_line=True)
+        if line.stream == "stderr":
+            text = STDERR_MARK + text
         if self.search:
-            if self.search.casefold() not in text.plain.casefold():
+            if self.search.casefold() not in text.casefold():
                 return None
             self.matches += 1
-            text.highlight_words([self.search], themed("reverse $accent"), case_sensitive=False)
         return text
 
     def _heading(self) -> None:

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from dashboard_kit import cell, eventually, laid_out, loaded, quiet_app, select
-from textual.widgets import Button, DataTable, Input, RichLog, Static
+from textual.widgets import Button, DataTable, Input, Static
 from tui_actions_support import latest, make_project, process_task_plan, record, start, task_plan, write_result
 
 from nexus_core import engine
 from nexus_tui.app import NexusApp
 from nexus_tui.screens.dialogs import ActionDialog
-from nexus_tui.screens.jobs import JobsScreen
+from nexus_tui.screens.jobs import STDERR_MARK, JobLog, JobsScreen
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.quit import QuitScreen
 from nexus_tui.screens.stop import ConfirmStop
@@ -75,8 +75,7 @@ def _release(root: Path, gate: str) -> None:
 
 
 def _log_lines(screen: JobsScreen) -> list[str]:
-    log = screen.query_one("#job-output", RichLog)
-    return ["".join(segment.text for segment in strip).rstrip() for strip in log.lines]
+    return list(screen.query_one(JobLog).lines)
 
 
 def _heading(screen: JobsScreen) -> str:
@@ -139,14 +138,15 @@ async def test_the_jobs_view_streams_the_output_and_follows_or_pauses_it(tmp_pat
         await eventually(pilot, lambda: "line one" in _log_lines(jobs))
         lines = _log_lines(jobs)
         assert lines[0].startswith("── check talk (1 of 1): ")
-        assert "a warning on stderr" in lines and "colour \\x1b[31mred" in lines  # terminal-safe, as text
+        assert f"{STDERR_MARK}a warning on stderr" in lines
+        assert "colour \\x1b[31mred" in lines  # terminal-safe: the escape shown, not acted on
         assert "running" in _heading(jobs) and "following" in _heading(jobs)
         table = jobs.query_one("#jobs", DataTable)
         assert cell(table, "1", "task") == "demo/a" and cell(table, "1", "state") == "running"
         # Following: the new lines arrive as the check prints them and the view stays at the end.
         _release(root, "1")
         await eventually(pilot, lambda: f"bulk {BULK - 1}" in _log_lines(jobs))
-        log = jobs.query_one("#job-output", RichLog)
+        log = jobs.query_one(JobLog)
         await eventually(pilot, lambda: log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y)
         # Paused: the view stays where the operator put it while the lines keep arriving.
         await pilot.press("p")
