@@ -44,7 +44,7 @@ class ProjectPane(Vertical):
         super().__init__(id=f"project-{session.index}", classes="project")
         self.session = session
         self.display_path = display_path or (lambda path: path)
-        self.jobs = jobs or Jobs()  # the session's verify/launch runs: a running one marks its row
+        self.jobs = jobs if jobs is not None else Jobs()  # the app's: a running job marks its task's row
         self._task_marks: dict[str, str | None] = {}
         # Set by the app (they go down, never pulled up): live updates followed, actions disabled.
         self.following = True
