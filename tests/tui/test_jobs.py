@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from dashboard_kit import cell, eventually, laid_out, loaded, quiet_app, select
+from textual.binding import Binding
 from textual.widgets import Button, DataTable, Input, Static
 from tui_actions_support import latest, make_project, process_task_plan, record, start, task_plan, write_result
 
 from nexus_core import engine
+from nexus_tui import actions
 from nexus_tui.app import NexusApp
 from nexus_tui.screens.dialogs import ActionDialog
 from nexus_tui.screens.jobs import STDERR_MARK, JobLog, JobsScreen
@@ -269,3 +271,14 @@ async def test_the_launch_dialog_and_progress_never_show_none(tmp_path: Path) ->
         shown = " ".join(str(s.render()) for s in progress.query(Static))
     assert "process ended: outcome completed" in shown
     assert "None" not in shown and "None" not in dialog_words
+
+
+def test_the_jobs_keys_come_from_the_one_registry() -> None:
+    """J on the main screen (no other action takes it there), and the jobs view's own keys, each
+    with its help, bound on the view from the registry's entries."""
+    assert [e.id for e in actions.REGISTRY if e.screen == actions.MAIN and "J" in e.keys.split(",")] == ["jobs"]
+    entries = [e for e in actions.REGISTRY if e.screen == actions.JOBS]
+    assert sorted(e.keys for e in entries) == ["f", "p", "x"] and all(e.help for e in entries)
+    bound = {(b.key, b.action) for b in JobsScreen.BINDINGS if isinstance(b, Binding)}
+    assert all((e.keys, e.action) in bound for e in entries)
+    assert not any(b.action.startswith("job(") for b in actions.bindings())  # not on the main screen
