@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from . import canonical
 from .errors import NexusError
+from .state_dirs import UnsafeDirectory
 
 
 def terminal_safe(value: object, *, one_line: bool = False) -> str:
@@ -74,6 +75,12 @@ SEPARATE_COMMANDS = {
         "Fire the due occurrences of the projects' schedules (foreground).",
         "[-d DIR ...]",
     ),
+    "report": SeparateCommand(
+        "nexus_core.report.command:report_command",
+        "nexus_core.report.command:report_main",
+        "A run's report: markdown (PR comment, CI summary), junit (CI test report) or html (read-only).",
+        "RUN --format markdown|junit|html [-o FILE]",
+    ),
 }
 
 
@@ -126,6 +133,8 @@ def human_summary(result: Mapping[str, Any]) -> str:
             if observation["stale"]:
                 line += f" STALE: {observation['staleReason']}"
             lines.append(line)
+    for unsafe in result.get("unsafeStateDirectories") or []:  # ours: never in the reference's output
+        lines.append("Warning: " + UnsafeDirectory(unsafe["directory"], unsafe["problem"]).warning())
     lines.append(CLOSING)
     return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 
@@ -215,7 +224,8 @@ def _command() -> Any:
         "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
         "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]\n"
         "  nexus schedule add|list|show|runs|pause|resume|delete|run ... [--json] [-d DIR]\n"
-        "  nexus scheduler [-d DIR ...] [--event-log FILE]",
+        "  nexus scheduler [-d DIR ...] [--event-log FILE]\n"
+        "  nexus report RUN [--format markdown|junit|html] [-o FILE] [-d DIR]",
     )
     @click.argument("action")
     @click.argument("run", required=False)

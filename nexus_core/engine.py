@@ -30,6 +30,7 @@ from .shapes import Attempt, Backend, CheckReceipt, JsonObject, Run, Task, TaskD
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
 from .store import (
     RUNS,
+    StateNotWritten,
     check_state_file,
     forget_own_save,
     load_run,
@@ -919,7 +920,7 @@ def verify_task(
         ):
             raise fail("Verification requires completed, unaccepted, reconciled work.")
         if attempt["verification"]["status"] != "pending":
-            raise fail("Verification already exists; inspect/reconcile or retry before executing again.")
+            raise _verification_exists(root, run["id"], task_id, attempt)
         definition = definition_of(run, task_id)
         if attempt["verificationRounds"] >= definition["maxAttempts"]:
             raise fail("Verification restart limit reached; reconcile and create a new attempt.")
@@ -1003,5 +1004,43 @@ def verify_task(
         return mutate(
             directory, run_id, finalize, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS, reuse=last_saved
         )
+    except StateNotWritten as failure:
+        raise _left_running(prepared["project"], run_id, task_id, failure) from None
     finally:
         forget_own_save()
+
+
+VERIFICATION_EXISTS = "Verification already exists; inspect/reconcile or retry before executing again."
+
+
+def _verification_exists(root: str, run_id: str, task_id: str, attempt: Attempt) -> NexusError:
+    """SPEC 5.12's refusal, then (ours) for a verification stored ``running``: what is on disk,
+    whether its process lives, and the exact way out (inspect's runningVerification hint)."""
+    message = fail(VERIFICATION_EXISTS).message
+    if attempt["verification"]["status"] != "running":
+        return NexusError(message)
+    from .observe import running_verification
+
+    return NexusError(f"{message} {running_verification(root, run_id, task_id, attempt)['hint']}")
+
+
+def _left_running(root: str, run_id: str, task_id: str, failure: StateNotWritten) -> NexusError:
+    """A save after verify's prepare failed (a full disk): our refusal says which file, that the
+    verification stays ``running`` as last saved, and the exact way out once the cause is fixed."""
+    from .observe import end_running_verification, verification_name
+
+    try:
+        run = load_run(root, run_id)
+        attempt = latest(task_of(run, task_id))
+        total = len(definition_of(run, task_id)["checks"])
+    except (NexusError, OSError):
+        attempt = None
+    if attempt is None or attempt["verification"].get("status") != "running":
+        return NexusError(f"Could not write {failure.path} ({failure.reason}). {failure.fix}")
+    saved = len(attempt["verification"].get("checks") or [])
+    return NexusError(
+        f"Could not write {failure.path} ({failure.reason}): the verification's result was not saved. "
+        f"{verification_name(run_id, task_id, attempt)} stays running in the run file as last saved ({saved} of "
+        f"{total} check receipts), and nothing will finish it. First free space on that disk (or fix the cause). "
+        f"{end_running_verification(run_id, task_id, attempt)}"
+    )

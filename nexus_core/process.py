@@ -40,12 +40,12 @@ from .engine import (
 )
 from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, pid
-from .paths import directory_at, root_of, safe_target
+from .paths import directory_at, read_regular, root_of, safe_target
 from .plan import input_bytes
 from .process_group import group_alive
 from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
 from .snapshots import protected_snapshot, scope_snapshot
-from .store import RECEIPTS_DIR, RUN_ID, atomic_write, load_run, run_path, unsafe_reason
+from .store import RECEIPTS_DIR, RUN_ID, StateNotWritten, atomic_write, load_run, run_path, unsafe_reason
 from .timeutil import now_iso, now_ms, parse_iso_ms
 
 POLL_SECONDS = 0.1
@@ -743,8 +743,7 @@ def read_receipt_file(root: str, run_id: str, attempt_id: str) -> JsonObject | N
     if unsafe_reason(info) or info.st_size > RECEIPT_FILE_LIMIT:
         raise corrupt
     try:
-        with open(path, "rb") as handle:
-            record = canonical.parse(handle.read().decode("utf-8"))
+        record = canonical.parse(read_regular(path, RECEIPT_FILE_LIMIT, checked=info).decode("utf-8"))
     except (OSError, ValueError, RecursionError, UnicodeDecodeError):
         raise corrupt from None
     if (
@@ -881,7 +880,7 @@ def launch_task(
         try:
             return mutate(directory, run_id, finalize, patient=True, patience=RECEIPT_PATIENCE_SECONDS)
         except BaseException as failure:
-            if isinstance(failure, NexusError) and not isinstance(failure, WriterBusy):
+            if isinstance(failure, NexusError) and not isinstance(failure, (WriterBusy, StateNotWritten)):
                 # The core refused the receipt (SPEC 5.7 step 7.1: ownership replaced, state
                 # unusable): as in the reference it is not stored, and nothing collect would
                 # refuse is kept.

@@ -157,11 +157,13 @@ class NexusApp(App[None]):
         self.panes[0].runs.focus()
 
     def _theme_changed(self, theme: Theme) -> None:
-        """The theme picker (t): every state colour comes from the theme, so redraw them all."""
+        """The theme picker (T): every state colour comes from the theme, so redraw them all."""
         render.use_theme_variables(self.get_css_variables())
         now = now_ms()
         for pane in self.panes:
             pane.restyle(now)
+        for screen in self._timelines():
+            screen.restyle()
 
     def on_unmount(self) -> None:
         if self.demo is not None:
@@ -259,6 +261,8 @@ class NexusApp(App[None]):
             return
         session.pending = None
         pane.apply(message.snapshot, now_ms())
+        for screen in self._timelines(session):
+            screen.follow(now_ms())
         self.scans_applied += 1
         session.loaded = True
         if all(s.loaded for s in self.sessions) and not self.loaded.is_set():
@@ -434,6 +438,11 @@ class NexusApp(App[None]):
             return
         self.push_screen(JobsScreen(self.jobs, number, read_only=self.read_only))
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C (Textual binds it to a "press Ctrl+Q" hint): quits like q, the way an operator
+        expects a terminal program to stop."""
+        self.call_next(self.action_quit)
+
     def action_recovery_guide(self) -> None:
         self.flow.open_recovery(self.selection().project or "")
 
@@ -456,17 +465,15 @@ class NexusApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        from .screens.schedules import SchedulesScreen
-
-        panel = screen if isinstance(screen, SchedulesScreen | JobsScreen) else None
-        shown = actions.SCHEDULES if isinstance(panel, SchedulesScreen) else actions.JOBS if panel else None
+        # A panel (the schedules, a timeline) names its registry screen: its actions run on it.
+        panel_name = getattr(screen, "REGISTRY_SCREEN", None)
         for entry in actions.REGISTRY:
             if not entry.palette or entry.id in ("quit", "change_theme", "help"):
                 continue
             if entry.screen != actions.MAIN:
                 # A panel's action runs on the panel, and only while it is open.
-                if panel is not None and entry.screen == shown:
-                    yield _command(self, entry, panel.refusal(entry), panel)
+                if entry.screen == panel_name:
+                    yield _command(self, entry, screen.refusal(entry), screen)  # type: ignore[attr-defined]
                 continue
             yield _command(self, entry, self.refusal_of(entry.id))
 
@@ -474,6 +481,23 @@ class NexusApp(App[None]):
         from .screens.schedules import SchedulesScreen
 
         self.push_screen(SchedulesScreen(self.pane.session.directory, self.pane.session.label, self.read_only))
+
+    def action_timeline(self) -> None:
+        from .screens.timeline import TimelineScreen
+
+        selection = self.selection()
+        if selection.run_id is not None:
+            self.push_screen(TimelineScreen(self.pane.session, selection.run_id, selection.task_id, tick=self.tick))
+
+    def _timelines(self, session: ProjectSession | None = None) -> list[Any]:
+        """The open timeline screens (of ``session``): they follow its scans and the theme."""
+        from .screens.timeline import TimelineScreen
+
+        return [
+            screen
+            for screen in self.screen_stack
+            if isinstance(screen, TimelineScreen) and (session is None or screen.session is session)
+        ]
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -16,16 +16,20 @@ starts, so ``--help``, ``--version`` and completion stay fast.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from click.shell_completion import CompletionItem
 
 from nexus_core.terminal import terminal_safe
+
+if TYPE_CHECKING:
+    from .app import NexusApp
 
 
 @dataclass(frozen=True)
@@ -143,13 +147,37 @@ def run_dashboard(options: DashboardOptions) -> int:
         )
     else:
         app = NexusApp(directories, poll=options.poll, read_only=options.read_only, demo=demo)
-    app.run()
+    run_until_quit(app)
+    status = 0
     if app.demo_error is not None:
         print(f"Nexus: could not build the demo: {terminal_safe(app.demo_error, one_line=True)}", file=sys.stderr)
-        return 1
-    if demo_dir:
+        status = 1
+    elif demo_dir:
         print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
-    return 0
+    end_process(status)
+
+
+def run_until_quit(app: NexusApp) -> None:
+    """Run ``app`` on a loop of its own. ``asyncio.run`` (what ``App.run`` uses by default)
+    would then join the loop's thread pool: a worker thread blocked in a read (a hung network
+    filesystem, a device) would hold the quit forever after the screen was restored."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    try:
+        app.run(loop=loop)
+    finally:
+        loop.close()  # shuts its thread pool down without waiting for it
+
+
+def end_process(status: int) -> NoReturn:
+    """End the dashboard process now that the terminal is restored. ``os._exit``: the
+    interpreter's exit would join every thread still running (the thread pools' workers), and
+    the dashboard writes nothing that needs its teardown (what it wrote is flushed here)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
 
 
 def project_problem(directory: str) -> str | None:

@@ -20,7 +20,7 @@ from ..supervise.command import run_click
 from ..supervise.loop import LoopStop
 from ..terminal import terminal_safe
 from ..timeutil import parse_iso_ms
-from . import core
+from . import core, db
 from .rules import local_zone_name, zone_of
 from .runner import TEST_CLOCK_ENV, Clock, run_scheduler
 
@@ -47,7 +47,7 @@ def _guarded(as_json: bool, action: Callable[[], tuple[dict[str, Any], str]]) ->
     except NexusError as error:
         fail(error.message, as_json)
     except sqlite3.Error as error:
-        fail(f"The schedules database could not be used ({error}); nothing was changed.", as_json)
+        fail(f"{db.failure_words(error)}; nothing was changed.", as_json)
     except OSError as error:
         fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), as_json)
     if as_json:
@@ -329,7 +329,7 @@ def scheduler_command(directories: tuple[str, ...], event_log: str | None) -> No
     except NexusError as error:
         fail(error.message, False)
     except sqlite3.Error as error:
-        fail(f"The schedules database could not be used ({error}).", False)
+        fail(f"{db.failure_words(error)}.", False)
     except OSError as error:
         fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), False)
     finally:

@@ -126,6 +126,7 @@ def wait_command(
             event_log=event_log,
             emit=_out,
             force_polling=force_polling,
+            warn=lambda text: _err(f"nexus wait: warning: {terminal_safe(text, one_line=True)}\n"),
         )
     except NexusError as error:
         _fail(error.message, as_json)

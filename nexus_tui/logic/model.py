@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from nexus_core import observe
+from nexus_core import observe, state_dirs
 from nexus_core.engine import is_active, latest
 from nexus_core.errors import message_of
 from nexus_core.hostinfo import owner_liveness, usable_pid
@@ -162,6 +162,8 @@ class ProjectSnapshot:
     error: str | None = None
     stray_temp_files: int = 0
     changed: frozenset[str] = field(default_factory=frozenset)
+    # State directories another user owns or may write, in the core's words (state_dirs).
+    unsafe_directories: tuple[str, ...] = ()
 
     def run(self, run_id: str | None) -> RunView | None:
         for view in self.runs:
@@ -403,6 +405,7 @@ def _inventory(root: str) -> JsonObject:
         "lock": lock_snapshot(root, WRITER_LOCK),
         "recoveryLock": lock_snapshot(root, RECOVERY_LOCK),
         "strayTempFiles": len(list_temp_files(root)),
+        "unsafeStateDirectories": [d.warning() for d in state_dirs.problems(root)],
     }
 
 
@@ -516,6 +519,7 @@ class ProjectScanner:
                 scanned_at_ms=moment,
                 stray_temp_files=int(inventory.get("strayTempFiles") or 0),
                 changed=frozenset(changed),
+                unsafe_directories=tuple(inventory["unsafeStateDirectories"]),
             )
 
         first_load = any(r not in self._views for r in run_ids)

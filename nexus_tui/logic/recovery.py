@@ -22,7 +22,7 @@ from nexus_core.locks import (
     recovery_lock_removal,
 )
 from nexus_core.observe import inspect_loaded
-from nexus_core.paths import root_of
+from nexus_core.paths import read_regular, root_of
 from nexus_core.plan import normalize_plan
 from nexus_core.shapes import (
     Attempt,
@@ -36,7 +36,8 @@ from nexus_core.shapes import (
     Verification,
 )
 from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
-from nexus_core.store import RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
+from nexus_core.state_dirs import directory_problem
+from nexus_core.store import LOAD_LIMIT, RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
 from nexus_core.timeutil import now_ms, parse_iso_ms
 from nexus_core.words import json_word
 
@@ -235,11 +236,10 @@ def _plan_from_bytes(root: str, run_id: str) -> tuple[Plan | None, str | None]:
     """The stored plan of an unreadable run file, when it can still be trusted."""
     path = os.path.join(root, run_path(run_id))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # Never blocks: a FIFO (or anything but a regular file) at the run's name is refused.
+        raw = read_regular(path, LOAD_LIMIT)
     except OSError as error:
         return None, f"the run file cannot be read ({error.strerror})"
-    with os.fdopen(fd, "rb") as handle:
-        raw = handle.read(64 * 1024 * 1024)
     try:
         envelope = canonical.parse(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
@@ -293,11 +293,11 @@ def _private_directory(directory: str) -> int:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as error:
         raise NexusError(f"The plan cannot be saved in {directory}: {error.strerror}.") from None
-    info = os.fstat(fd)
-    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+    problem = directory_problem(os.fstat(fd))  # the rule every state directory follows
+    if problem is not None:
         os.close(fd)
         raise NexusError(
-            f"The plan is not saved in {directory}: other users can write there (or own it). "
+            f"The plan is not saved in {directory}: it is {problem}. "
             "Choose a directory only you can write to, such as one inside the project."
         )
     return fd

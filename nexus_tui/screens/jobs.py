@@ -81,6 +81,8 @@ class JobLog(Log):
 class JobsScreen(ModalScreen[None]):
     """The session's jobs and the selected one's live output."""
 
+    REGISTRY_SCREEN = actions.JOBS  # its actions' registry entries (the palette over it offers them)
+
     DEFAULT_CSS = """
     JobsScreen { align: center middle; }
     JobsScreen > #panel { width: 96%; height: 90%; border: thick $primary; background: $surface; }
