@@ -81,8 +81,8 @@ def _read_own_file(path: str, option: str) -> bytes:
         reason = unsafe_reason(opened, root_may_own=True)
         if reason is not None:
             raise NexusError(
-                f"{option} file is {reason}; another user could have written it, so it was not used: "
-                f"{path}. Use a copy only you can write."
+                f"{option} file is {reason}; another user could have written it, so it was not used: {path}",
+                "Use a copy only you can write.",
             )
         try:
             raw = handle.read(INPUT_LIMIT + 1)

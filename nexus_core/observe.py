@@ -273,10 +273,14 @@ def inspect_inventory(root: str) -> JsonObject:
         try:
             load_run(root, run_id)
         except NexusError as error:
-            unreadable.append({"runId": run_id, "error": error.message})
+            entry = {"runId": run_id, "error": error.message}
+            if error.hint:
+                entry["hint"] = error.hint
+            unreadable.append(entry)
     if unreadable:
-        # Not in the reference: a run that cannot be loaded is named here with the way out
-        # (a fresh run under a new id), so the operator sees it without inspecting each run.
+        # Not in the reference: a run that cannot be loaded is named here, its load's refusal in
+        # the SPEC's words and the way out (a fresh run under a new id) as the hint, so the
+        # operator sees it without inspecting each run.
         inventory["unreadableRuns"] = unreadable
     temps = list_temp_files(root)
     if temps:

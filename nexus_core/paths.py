@@ -64,8 +64,8 @@ def _kind(path: str) -> str:
 
 
 def project_problem(root: str, error: NexusError) -> NexusError:
-    """A path-safety refusal of the project's state directory (SPEC's message first), then in
-    plain words what is wrong and with which path."""
+    """A path-safety refusal of the project's state directory: the SPEC's message, and as its
+    hint, in plain words, what is wrong and with which path."""
     culprit = error.message.partition(": ")[2]
     if not culprit.startswith("/"):
         return error
@@ -84,7 +84,7 @@ def project_problem(root: str, error: NexusError) -> NexusError:
         words = f"The project directory {root} is {kind}, not a directory."
     else:
         words = f"The project directory {root} cannot exist: {culprit} is {kind}, not a directory."
-    return NexusError(f"{error.message} ({words})")
+    return NexusError(error.message, words)
 
 
 def probe_state_dir(root: str, probe: str) -> None:

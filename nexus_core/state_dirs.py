@@ -58,7 +58,7 @@ class UnsafeDirectory(NamedTuple):
 
     def refusal(self) -> NexusError:
         """Our own refusal (not the reference's): the problem, what did not happen, the fix."""
-        return NexusError(f"{self.message} Nothing was changed. {self.hint}")
+        return NexusError(f"{self.message} Nothing was changed.", self.hint)
 
     def warning(self) -> str:
         return f"{self.message} Mutations are refused until it is fixed. {self.hint}"

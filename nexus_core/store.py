@@ -27,10 +27,11 @@ TEMP_SUFFIX = ".tmp"
 
 
 def fresh_run_advice(run_id: str) -> str:
+    """The way out of an unreadable run, the hint of every refusal of its load."""
     # Every run file is loaded by a start's capacity check (SPEC 2.4), so the unreadable one
     # must leave runs/ before the fresh run can start; it is kept, never repaired.
     return (
-        f" Nothing was repaired. Inspect earlier workspace changes, then create a fresh run from the "
+        f"Nothing was repaired. Inspect earlier workspace changes, then create a fresh run from the "
         f"same plan under a new, unused id (a fresh run may redo work). Keep {RUNS}/{run_id}.json as "
         f"evidence outside {RUNS}/: while it is there, every start in this project is refused."
     )
@@ -76,7 +77,7 @@ class StateNotWritten(NexusError):
     ``fix``: the parts of the message)."""
 
     def __init__(self, path: str, reason: str, fix: str) -> None:
-        super().__init__(f"Could not write {path} ({reason}); nothing was changed. {fix}")
+        super().__init__(f"Could not write {path} ({reason}); nothing was changed.", fix)
         self.path, self.reason, self.fix = path, reason, fix
 
 
@@ -301,7 +302,7 @@ def _is_int(value: object) -> bool:
 def parse_run(root: str, run_id: str, raw: bytes) -> Run:
     """Every integrity check of loadRun (SPEC 2.3) on bytes already read.
 
-    A refusal keeps the SPEC's message first and adds the way out (a fresh run), since
+    A refusal is the SPEC's message, with the way out (a fresh run) as its hint, since
     nothing here is ever repaired.
     """
     with _advised(run_id):
@@ -310,11 +311,11 @@ def parse_run(root: str, run_id: str, raw: bytes) -> Run:
 
 @contextlib.contextmanager
 def _advised(run_id: str) -> Iterator[None]:
-    """A refusal of a load keeps the SPEC's message first and adds the way out."""
+    """A refusal of a load: the SPEC's message, and the way out as its hint."""
     try:
         yield
     except NexusError as error:
-        raise NexusError(error.message + fresh_run_advice(run_id)) from None
+        raise NexusError(error.message, fresh_run_advice(run_id)) from None
 
 
 def _checked_run(root: str, run_id: str, raw: bytes) -> Run:

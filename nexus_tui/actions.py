@@ -29,6 +29,7 @@ Unavailable = Callable[[Selection], str | None]  # why the selection does not al
 MAIN = "main"
 SCHEDULES = "schedules"  # the schedules panel (w): screens/schedules.py
 TIMELINE = "timeline"  # a run's timeline (t): screens/timeline.py
+JOBS = "jobs"  # the jobs view (J): screens/jobs.py
 READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
 
 
@@ -79,7 +80,7 @@ REGISTRY: list[ActionSpec] = [
     ActionSpec("clear_filter", "", "Clear filter", "Show every task again.", footer=False),
     ActionSpec("sort", "s", "Sort", "Sort the focused table by the next column (click a header to pick one)."),
     ActionSpec("reverse_sort", "S", "Reverse", "Reverse the sort order of the focused table.", footer=False),
-    ActionSpec("toggle_follow", "p", "Pause", "Pause or resume live updates (follow)."),
+    ActionSpec("toggle_follow", "f", "Follow", "Pause or resume live updates (follow)."),
     ActionSpec("refresh", "r", "Rescan", "Rescan every run file and scope now."),
     ActionSpec("focus_next_pane", "tab", "Next pane", "Move focus between runs, tasks and detail.", footer=False),
     ActionSpec("next_project", "right_square_bracket", "Next project", "Show the next project tab.", footer=False),
@@ -148,14 +149,21 @@ REGISTRY: list[ActionSpec] = [
         footer=False,
         unavailable=_no_run,
     ),
+    ActionSpec(
+        "jobs",
+        "J",
+        "Jobs",
+        "Verify and launch runs of this session, running and finished, with their live output.",
+        footer=False,
+    ),
     ActionSpec("change_theme", "T", "Theme", "Pick a colour theme.", footer=False),
     ActionSpec("quit", "q", "Quit", "Leave the dashboard (nothing is written).", priority=False),
 ]
 
 
 def _invalid_now(operation: Operation) -> Unavailable:
-    """Why the core would refuse ``operation`` for the selection, or None (a cheap mirror of its
-    preconditions, no hashing); the dialog re-reads the state and the core decides."""
+    """Why the core would refuse ``operation`` for the selection, or None: its state checks,
+    asked (no hashing, no file read); the dialog re-reads the state and the core decides."""
 
     def check(selection: Selection) -> str | None:
         target = Target(selection.project, selection.inspection, selection.task_id, selection.lock_fingerprint)
@@ -167,8 +175,11 @@ def _invalid_now(operation: Operation) -> Unavailable:
 # The mutating actions, one per Operation (nexus_tui/logic/operations): each opens a confirmation
 # dialog that states exactly what will change; --read-only disables all of them in refusal().
 _ACT = "Act (changes state)"
-REGISTRY += [
-    ActionSpec(
+
+
+def operation_entry(operation: Operation) -> ActionSpec:
+    """The registry entry of a mutating action: everything in it comes from its Operation."""
+    return ActionSpec(
         operation.name,
         operation.keys,
         operation.label,
@@ -180,9 +191,9 @@ REGISTRY += [
         unavailable=_invalid_now(operation),
         action=f"act({operation.name!r})",
     )
-    for operation in OPERATIONS.values()
-    if operation.in_registry
-]
+
+
+REGISTRY += [operation_entry(operation) for operation in OPERATIONS.values() if operation.in_registry]
 REGISTRY += [
     ActionSpec(
         "recovery_guide",
@@ -236,6 +247,39 @@ REGISTRY += [
         ("fit", "f,0", "Fit", "Zoom to show the whole run.", True),
         ("close", "escape,t,q", "Close", "Back to the dashboard.", True),
     )
+]
+
+# The jobs view's actions (screens/jobs.py), bound on that view only.
+REGISTRY += [
+    ActionSpec(
+        "jobs_follow",
+        "p",
+        "Pause/follow",
+        "Pause the output where it is (lines keep arriving) or follow it again.",
+        group="Jobs view (J)",
+        action="job('follow')",
+        screen=JOBS,
+    ),
+    ActionSpec(
+        "jobs_find",
+        "f",
+        "Find",
+        "Show only the output lines containing a text, highlighted (Esc clears).",
+        group="Jobs view (J)",
+        action="job('find')",
+        screen=JOBS,
+    ),
+    ActionSpec(
+        "jobs_stop",
+        "x",
+        "Stop…",
+        "Stop the selected job: asks first and says what a stop costs.",
+        mutating=True,
+        destructive=True,
+        group="Jobs view (J)",
+        action="job('stop')",
+        screen=JOBS,
+    ),
 ]
 
 

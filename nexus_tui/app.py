@@ -22,20 +22,22 @@ from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from nexus_core.errors import message_of
+from nexus_core.errors import explained
 from nexus_core.terminal import is_terminal_safe, terminal_safe
 from nexus_core.timeutil import now_ms
 
 from . import actions
 from .action_flow import ActionFlow
+from .job_flow import JobChanged
 from .logic.demo import DemoBuild
+from .logic.jobs import Jobs
 from .logic.model import ProjectSnapshot
 from .logic.operations import OPERATIONS
 from .logic.selection import Selection
 from .logic.session import ProjectSession
 from .scanning import ProjectScanned, ScanRequests, undecodable_path_changed
 from .screens.help import HelpScreen
-from .screens.progress import ProgressScreen
+from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
@@ -104,6 +106,7 @@ class NexusApp(App[None]):
         self.watch_backoffs = 0  # the watcher stopped on an error and waited (tests count them)
         self.loaded = asyncio.Event()
         self._flow: ActionFlow | None = None
+        self.jobs = Jobs()  # the verify and launch runs of this session (logic/jobs.py)
         self._availability: tuple[tuple[Any, ...], Availability] | None = None
         self.availability_computations = 0  # (tests count them)
 
@@ -127,7 +130,7 @@ class NexusApp(App[None]):
         with TabbedContent(id="projects"):
             for session in self.sessions:
                 with TabPane(plain_content(session.label), id=f"tab-{session.index}"):
-                    pane = ProjectPane(session, display_path=self.display_path)
+                    pane = ProjectPane(session, display_path=self.display_path, jobs=self.jobs)
                     pane.following, pane.read_only = self.following, self.read_only
                     yield pane
         yield FittingFooter()
@@ -210,7 +213,7 @@ class NexusApp(App[None]):
         try:
             notes = demo.run(lambda text: self.post_message(DemoProgress.Step(text)))
         except Exception as error:
-            self.post_message(DemoProgress.Built([], message_of(error)))
+            self.post_message(DemoProgress.Built([], explained(error)))
         else:
             self.post_message(DemoProgress.Built(notes, None))
 
@@ -391,7 +394,9 @@ class NexusApp(App[None]):
     @property
     def flow(self) -> ActionFlow:
         if self._flow is None:
-            self._flow = ActionFlow(self, read_only=lambda: bool(self.read_only), on_done=self._after_action)
+            self._flow = ActionFlow(
+                self, read_only=lambda: bool(self.read_only), on_done=self._after_action, jobs=self.jobs
+            )
         return self._flow
 
     def action_act(self, name: str) -> None:
@@ -404,6 +409,8 @@ class NexusApp(App[None]):
 
     def _after_action(self) -> None:
         self.request_scan(everything=True)
+        if any(isinstance(screen, QuitScreen) for screen in self.screen_stack):
+            return  # the app quits once this work has ended: no panel to mount on the way out
         self._show_log(True)
 
     async def action_quit(self) -> None:
@@ -411,11 +418,26 @@ class NexusApp(App[None]):
         then the quit dialog says what runs and offers stop, wait or cancel."""
         if isinstance(self.screen, QuitScreen):
             return
-        running = [s for s in self.screen_stack if isinstance(s, ProgressScreen) and not s.finished]
+        running = self.jobs.running()  # in their dialogs or in the background
         if running:
             self.push_screen(QuitScreen(running))
         else:
             self.exit()
+
+    def on_job_changed(self, message: JobChanged) -> None:
+        """A job's worker has news: its views catch up, its end is notified (``ActionFlow``), the
+        task rows show it running or no longer."""
+        self.flow.job_changed(message.job)
+        if self.following:
+            now = now_ms()
+            for pane in self.panes:
+                pane.sync_job_marks(now)
+
+    def action_jobs(self, number: int | None = None) -> None:
+        """The jobs view (J): this session's verify and launch runs, with their live output."""
+        if isinstance(self.screen, JobsScreen):
+            return
+        self.push_screen(JobsScreen(self.jobs, number, read_only=self.read_only))
 
     def action_help_quit(self) -> None:
         """Ctrl+C (Textual binds it to a "press Ctrl+Q" hint): quits like q, the way an operator

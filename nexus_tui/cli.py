@@ -124,8 +124,11 @@ def run_dashboard(options: DashboardOptions) -> int:
         directories = directories or [os.getcwd()]
     for directory in directories:
         problem = project_problem(directory)
-        if problem is not None:
-            print(f"Nexus: {terminal_safe(problem, one_line=True)}", file=sys.stderr)
+        if problem is not None:  # as nexus prints a refusal: its message, then the hint
+            from nexus_core.errors import hint_of, message_of
+            from nexus_core.refusal import human_text
+
+            sys.stderr.write(human_text(message_of(problem), hint_of(problem)))
             return 1
     from .app import NexusApp
     from .logic.demo import DemoBuild
@@ -180,17 +183,18 @@ def end_process(status: int) -> NoReturn:
     os._exit(status)
 
 
-def project_problem(directory: str) -> str | None:
-    """Why ``directory`` cannot be shown (the core's words for an unusable state directory)."""
-    if not os.path.isdir(directory):
-        return f"not a directory: {directory}"
+def project_problem(directory: str) -> Exception | None:
+    """Why ``directory`` cannot be shown (the core's refusal for an unusable state directory)."""
     from nexus_core.errors import NexusError
+
+    if not os.path.isdir(directory):
+        return NexusError(f"not a directory: {directory}")
     from nexus_core.paths import root_of
 
     try:
         root_of(directory)
     except NexusError as error:
-        return error.message
+        return error
     return None
 
 

@@ -107,19 +107,20 @@ def test_a_verify_whose_save_meets_a_full_disk_says_what_stays_and_the_way_out(d
     first = nexus(project.root, "verify", "demo", "a")
     assert first.returncode == 1
     lock = project.root / ".bmad-plus" / "nexus" / "writer.lock"
-    line = first.stderr.splitlines()[0]
-    assert line.startswith(f"Nexus: Could not write {lock} (No space left on device): the verification's result was")
-    assert "stays running in the run file as last saved (0 of 1 check receipts)" in line
-    assert "First free space on that disk (or fix the cause). End it with nexus reconcile demo a --input FILE" in line
+    line, *guidance = first.stderr.splitlines()
+    assert line == f"Nexus: Could not write {lock} (No space left on device): the verification's result was not saved."
+    hint = " ".join(guidance)  # our guidance, on the lines after the refusal
+    assert "stays running in the run file as last saved (0 of 1 check receipts)" in hint
+    assert "First free space on that disk (or fix the cause). End it with nexus reconcile demo a --input FILE" in hint
     assert "[Errno 28]" not in first.stderr
     assert project.run_file.read_bytes() != before  # the prepare save (verification running) is on disk
 
     disk.free()
     again = nexus(project.root, "verify", "demo", "a")
     assert again.returncode == 1
-    text = again.stderr.splitlines()[0]
-    assert text.startswith("Nexus: Nexus: Verification already exists; inspect/reconcile or retry before executing")
-    assert "was left running: its process has exited" in text and "the disk was full" in text
+    text, *guidance = again.stderr.splitlines()
+    assert text == "Nexus: Nexus: Verification already exists; inspect/reconcile or retry before executing again."
+    assert "was left running: its process has exited" in guidance[0] and "the disk was full" in guidance[0]
     observation = json.loads(nexus(project.root, "inspect", "demo", "--json").stdout)["observations"][0]
     hint = observation["runningVerification"]["hint"]
     assert "a save of its results failed: the disk was full" in hint
@@ -152,10 +153,10 @@ def test_a_mutation_on_a_full_disk_names_the_file_and_changes_nothing(
     )
     assert done.returncode == 1
     path = project.root / ".bmad-plus" / "nexus" / culprit
-    assert done.stderr.splitlines()[0] == (
-        f"Nexus: Could not write {path} (No space left on device); nothing was changed. "
-        "Free space on the filesystem that holds it, then run the command again."
-    )
+    assert done.stderr.splitlines() == [
+        f"Nexus: Could not write {path} (No space left on device); nothing was changed.",
+        "Free space on the filesystem that holds it, then run the command again.",
+    ]
     assert tree_bytes(project.root) == before
 
 

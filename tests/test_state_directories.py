@@ -72,11 +72,11 @@ def test_a_mutation_refuses_an_unsafe_state_directory_and_changes_nothing(
     args, value = MUTATIONS[action]
     done = nexus(project, *args, input_value=value)
     assert done.returncode == 1, done.stdout
-    first = done.stderr.splitlines()[0]
+    first, *guidance = done.stderr.splitlines()
     assert first.startswith(f"Nexus: The state directory {path} is "), first
     problem = "writable by group or others (mode 0777)" if how == "world-writable" else f"owned by uid {OTHER_UID}"
-    assert problem in first and "Nothing was changed." in first
-    assert f"chmod go-w {path}" in first  # the fix, as a command to paste
+    assert problem in first and first.endswith("Nothing was changed.")
+    assert f"chmod go-w {path}" in guidance[0]  # the fix, as a command to paste, on the next line
     assert tree_bytes(project) == before
 
 
@@ -85,6 +85,8 @@ def test_the_refusal_comes_in_the_json_envelope_too(project: Path) -> None:
     done = nexus(project, "start", "r", "t0", "--json", input_value={"backend": HOST_BACKEND})
     envelope = json.loads(done.stdout)
     assert envelope["status"] == "error" and envelope["error"].startswith(f"The state directory {path} is writable")
+    assert list(envelope) == ["schemaVersion", "status", "error", "hint"]  # the fix: only in the hint
+    assert f"chmod go-w {path}" in envelope["hint"] and "chmod" not in envelope["error"]
 
 
 def test_schedule_add_refuses_an_unsafe_state_directory(project: Path) -> None:

@@ -97,8 +97,8 @@ def db_path(root: str) -> str:
 
 def _refuse(path: str, why: str) -> NexusError:
     return NexusError(
-        f"The schedules database {path} {why}; it was not used or changed. "
-        "Move it away to start a new one (the schedules it holds are then gone)."
+        f"The schedules database {path} {why}; it was not used or changed.",
+        "Move it away to start a new one (the schedules it holds are then gone).",
     )
 
 

@@ -98,7 +98,7 @@ def _check_target(first: Snapshot, run_id: str, task_id: str | None) -> None:
         raise NexusError(first.error or f"Unknown run: {run_id}")
     if task_id is not None and first.view is not None and task_id not in {t["id"] for t in first.view["tasks"]}:
         names = ", ".join(t["id"] for t in first.view["tasks"])
-        raise NexusError(f"Unknown task: {task_id} (run {run_id} has {names})")
+        raise NexusError(f"Unknown task: {task_id}", f"Run {run_id} has {names}.")
 
 
 @dataclass

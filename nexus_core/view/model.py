@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from nexus_core import observe, state_dirs
 from nexus_core.engine import is_active, latest
-from nexus_core.errors import message_of
+from nexus_core.errors import explained
 from nexus_core.hostinfo import owner_liveness, usable_pid
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
 from nexus_core.paths import root_of
@@ -495,7 +495,7 @@ class ProjectScanner:
                 writer_lock=LockView("writer.lock", False),
                 recovery_lock=LockView("recovery.lock", False),
                 scanned_at_ms=moment,
-                error=message_of(error),
+                error=explained(error),
             )
         run_ids: list[str] = inventory["runIds"]
         locks = (inventory.get("lock"), inventory.get("recoveryLock"))
@@ -585,7 +585,7 @@ class ProjectScanner:
             run = self._load(root, run_id, memo, stamp, need_run)
         except Exception as error:
             memo.stamp, memo.digest, memo.run = stamp, None, None
-            return _broken_view(run_id, previous, message_of(error))
+            return _broken_view(run_id, previous, explained(error))
         if run is None:
             return self._unchanged(run_id, previous, memo, moment, retime)
         try:
@@ -596,7 +596,7 @@ class ProjectScanner:
                 root, run, memo, task_keys, previous if reusable else None, locks, moment
             )
         except Exception as error:
-            return _broken_view(run_id, previous, message_of(error))
+            return _broken_view(run_id, previous, explained(error))
         _remember(memo, run, task_keys, is_focus)
         view = build_view(run_id, inspection, keep_inspection=is_focus, reusable=unchanged_rows)
         if previous is not None and _same_view(previous, view):

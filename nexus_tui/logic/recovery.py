@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from nexus_core import canonical
-from nexus_core.errors import NexusError, message_of
+from nexus_core.errors import NexusError, explained
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import (
     LOCK_RECOVERY_DIR,
@@ -271,7 +271,7 @@ def fresh_run(root: str, run_id: str, plan: Plan | None = None) -> FreshRun:
         try:
             normalize_plan(root, recovered)  # validation only: reads, never writes
         except NexusError as error:
-            create_problem = error.message
+            create_problem = explained(error)
         except OSError as error:
             create_problem = f"{error.strerror}: {error.filename}"
     return FreshRun(run_id, new_id, root, recovered, problem, create_problem)
@@ -425,7 +425,7 @@ def lock_situations(root: str) -> list[Situation]:
 
 
 def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Situation:
-    message = message_of(error)
+    message = explained(error)
     advice = fresh_run(root, run_id)
     known = [f"Loading run {run_id} fails: {message}", "Nothing was repaired; the file is left exactly as it is."]
     if advice.plan is None:
@@ -586,7 +586,7 @@ def _resource_changed(
         changes = resource_changes(root, definition)
     except NexusError as error:
         changes = []
-        reason = error.message
+        reason = explained(error)
     else:
         reason = observation.get("staleReason") or ""
     task_id = task["id"]
@@ -620,7 +620,7 @@ def _accepted(facts: _TaskFacts) -> list[Situation] | None:
         changes = evidence_changes(facts.root, facts.definition, facts.attempt)
         problem = None
     except NexusError as error:
-        changes, problem = [], error.message
+        changes, problem = [], explained(error)
     known = [f"{task_id} was accepted at {task.get('acceptedAt')}.", f"Now: {facts.observation.get('staleReason')}"]
     if problem:
         known.append(f"The scope cannot be snapshotted: {problem}")

@@ -304,11 +304,8 @@ def _result(ssh: SshHost, status: int | None, out: bytes, said: str) -> Result:
     except ValueError:
         value = None
     if isinstance(value, dict) and value.get("status") == "error" and isinstance(value.get("error"), str):
-        error = NexusError(value["error"])
         hint = value.get("hint")
-        if isinstance(hint, str):
-            error.hint = hint  # type: ignore[attr-defined]  # the core's guidance, when it gives one
-        raise error
+        raise NexusError(value["error"], hint if isinstance(hint, str) else None)
     if isinstance(value, dict) and status in (0, 1):
         return value  # verify, launch and collect exit 1 with the saved run when they did not pass
     if value is None and out.strip():

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from nexus_core.shapes import Attempt
-
-from .base import OnAttempt, Preview, TaskContext, short
+from .base import Preview, TaskContext, TaskOperation, short
 
 
-class Verify(OnAttempt):
+class Verify(TaskOperation):
     name = "verify"
     keys = "v"
     label = "Verify"
@@ -17,28 +15,24 @@ class Verify(OnAttempt):
     long = True
     compared = ("verification_id",)
 
-    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
-        if attempt["execution"] != "completed" or attempt["cancellation"].get("status") == "requested":
-            return "Verification needs a completed, reconciled attempt."
-        if attempt["verification"]["status"] != "pending":
-            return "This attempt already has a verification."
-        if attempt["verificationRounds"] >= context.definition["maxAttempts"]:
-            return "The verification restart limit is reached."
-        return None
-
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         checks = context.definition["checks"]
+        rounds = context.attempt["verificationRounds"] if context.attempt else 0
+        limit = context.definition["maxAttempts"]
         preview.title = f"Verify {context.task['id']}"
         preview.changes = [
             f"Runs the {len(checks)} configured check(s) of {context.where} on attempt {context.short_attempt}, "
             "one by one, outside the lock, and records each receipt:",
             *[f"  {c['id']}: {' '.join([c['command'], *c['args']])}" for c in checks],
-            "The verification ends passed, failed (acceptance becomes 'rejected') or ambiguous (if stopped).",
+            "The verification ends passed, failed or ambiguous (stopped, or a check timed out); failed and "
+            "ambiguous both make the task's acceptance 'rejected'.",
+            f"This is verification round {rounds + 1} of {limit} for this attempt: every round counts toward the "
+            "restart limit, a stopped one too (reconcile does not give it back).",
         ]
         preview.cautions = ["Checks run real commands in the project with a minimal environment."]
 
 
-class Accept(OnAttempt):
+class Accept(TaskOperation):
     name = "accept"
     keys = "A"
     label = "Accept"
@@ -47,11 +41,6 @@ class Accept(OnAttempt):
     confirm_label = "Accept"
     destructive = True
     compared = ("verification_id",)
-
-    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
-        if attempt["verification"]["status"] != "passed":
-            return "Accept needs a passed verification."
-        return None
 
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         attempt = context.attempt
