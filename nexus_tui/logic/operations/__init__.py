@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from nexus_core import actions as mutations
 from nexus_core.engine import Progress
 from nexus_core.errors import NexusError, explained
 from nexus_core.locks import RECOVERY_LOCK, lock_snapshot
@@ -48,6 +47,7 @@ from .create import Create
 from .evidence import Accept, Verify
 from .host import RECONCILE_OUTCOMES, RECORD_OUTCOMES, Cancel, Reconcile, Record, Retry, Start
 from .lock import RecoverLock
+from .place import LocalPlace, Place, place_of
 from .process import Collect, Launch
 
 # In registry order (footer, help): each a single instance.
@@ -83,9 +83,11 @@ __all__ = [
     "Field",
     "InvalidInput",
     "Line",
+    "LocalPlace",
     "LogEntry",
     "Operation",
     "OperationRefused",
+    "Place",
     "Preview",
     "Seen",
     "Target",
@@ -123,12 +125,13 @@ def unavailable_reason(
     return operation(action).unavailable(Target(root, run, task_id, lock))
 
 
-def preview(directory: str, action: str, run_id: str | None = None, task_id: str | None = None) -> Preview:
-    """Read the current state and describe exactly what ``action`` will change.
+def preview(where: str | Place, action: str, run_id: str | None = None, task_id: str | None = None) -> Preview:
+    """Read the current state (of a project directory, or of a place: a remote project) and
+    describe exactly what ``action`` will change.
 
     Raises the core's NexusError when the run cannot be loaded, OperationRefused for an
     unknown task."""
-    return operation(action).describe(directory, run_id, task_id)
+    return operation(action).describe(place_of(where), run_id, task_id)
 
 
 def preview_fresh_run(
@@ -175,14 +178,8 @@ def execute(
         run = action.recheck(preview_)
         options = action.build_input(preview_, values, run)
         summary = summarize_input(action.name, options)
-        result = mutations.call(
-            action.name,
-            preview_.root,
-            preview_.run_id,
-            preview_.task_id,
-            options,
-            progress=progress,
-            should_stop=should_stop,
+        result = preview_.where.call(
+            action.name, preview_.run_id, preview_.task_id, options, progress=progress, should_stop=should_stop
         )
     except (NexusError, OperationRefused, OSError) as error:
         log.append(LogEntry(now_iso(), action.name, target, summary, False, explained(error)))

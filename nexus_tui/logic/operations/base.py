@@ -20,12 +20,13 @@ from typing import Any, ClassVar
 from nexus_core import actions as commands
 from nexus_core.actions import Result
 from nexus_core.hostinfo import hostname, owner_liveness
-from nexus_core.locks import WRITER_LOCK, lock_snapshot
-from nexus_core.paths import root_of, text_ok
+from nexus_core.locks import WRITER_LOCK
+from nexus_core.paths import text_ok
 from nexus_core.preconditions import FACT_WORDS, task_facts
 from nexus_core.shapes import Attempt, Backend, LockSnapshot, Run, Task, TaskDefinition
-from nexus_core.store import load_run
 from nexus_core.words import json_word
+
+from .place import LocalPlace, Place
 
 TEXT_LIMIT = 8000
 IDENTITY_LIMIT = 200
@@ -196,6 +197,12 @@ class Preview:
     defaults: dict[str, Any] = field(default_factory=dict)
     confirm_text: str | None = None
     unavailable: str | None = None
+    # Where the state was read and where the action runs (None: the local project at ``root``).
+    place: Place | None = None
+
+    @property
+    def where(self) -> Place:
+        return self.place if self.place is not None else LocalPlace(self.root)
 
 
 @dataclass(frozen=True)
@@ -273,7 +280,7 @@ class Operation:
         return self.unavailable(target)
 
     # -- the dialog
-    def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
+    def describe(self, place: Place, run_id: str | None, task_id: str | None) -> Preview:
         raise NotImplementedError
 
     def validate(self, preview: Preview, values: dict[str, Any]) -> dict[str, str]:
@@ -437,12 +444,12 @@ class TaskOperation(Operation):
         nothing useful, or harm); None by default."""
         return None
 
-    def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
-        root = root_of(directory)
-        lock = lock_snapshot(root, WRITER_LOCK)
+    def describe(self, place: Place, run_id: str | None, task_id: str | None) -> Preview:
+        root = place.root()
+        lock = place.lock(WRITER_LOCK)
         if run_id is None or task_id is None:
             raise OperationRefused("Select a task first.")
-        run = load_run(root, run_id)
+        run = place.run(run_id)
         target = Target(root, run, task_id, lock)
         context = _context(target)
         result = Preview(
@@ -454,6 +461,7 @@ class TaskOperation(Operation):
             title=f"{self.name} {task_id}",
             changes=[],
             unavailable=self.unavailable(target),
+            place=place,
         )
         self.describe_task(result, context)
         if lock is not None:
@@ -502,8 +510,10 @@ def bound_to_attempt(preview: Preview, values: dict[str, Any], run: Run | None) 
 
 def recheck_task(operation: Operation, preview: Preview) -> Run:
     """Re-read the run and refuse when what the dialog stated changed meanwhile. Returns the run."""
-    lock = lock_snapshot(preview.root, WRITER_LOCK)
-    run = load_run(preview.root, preview.run_id or "")
+    place = preview.where
+    place.refresh(preview.run_id)
+    lock = place.lock(WRITER_LOCK)
+    run = place.run(preview.run_id or "")
     changed = differences(operation, preview.seen, seen_of(run, preview.task_id, lock))
     if changed:
         raise TargetChanged(

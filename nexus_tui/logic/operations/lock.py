@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nexus_core.actions import Result
-from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
-from nexus_core.paths import root_of
+from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK
 from nexus_core.shapes import LockSnapshot, Run
 
 from .base import (
@@ -23,6 +22,7 @@ from .base import (
     owner_words,
     short,
 )
+from .place import Place
 
 
 class RecoverLock(Operation):
@@ -43,18 +43,19 @@ class RecoverLock(Operation):
     def unavailable(self, target: Target) -> str | None:
         return None if target.lock else "There is no writer.lock to recover."
 
-    def describe(self, directory: str, run_id: str | None, task_id: str | None) -> Preview:
-        root = root_of(directory)
-        lock = lock_snapshot(root, WRITER_LOCK)
+    def describe(self, place: Place, run_id: str | None, task_id: str | None) -> Preview:
+        root = place.root()
+        lock = place.lock(WRITER_LOCK)
         result = Preview(
             action=self.name,
             root=root,
             run_id=None,
             task_id=None,
-            seen=_seen_locks(root, lock),
+            seen=_seen_locks(place, lock),
             title="Recover writer.lock",
             changes=[],
             unavailable=self.unavailable(Target(root, None, None, lock)),
+            place=place,
         )
         if lock is None:
             result.changes = ["There is no writer.lock: nothing to recover."]
@@ -82,7 +83,9 @@ class RecoverLock(Operation):
             errors["typed"] = f"Type the first {FINGERPRINT_CHARS} characters of the fingerprint to confirm."
 
     def recheck(self, preview: Preview) -> Run | None:
-        changed = differences(self, preview.seen, _seen_locks(preview.root, lock_snapshot(preview.root, WRITER_LOCK)))
+        place = preview.where
+        place.refresh(None)
+        changed = differences(self, preview.seen, _seen_locks(place, place.lock(WRITER_LOCK)))
         if changed:
             raise TargetChanged(
                 "The locks changed while the dialog was open (" + "; ".join(changed) + "). "
@@ -100,7 +103,7 @@ class RecoverLock(Operation):
         return f"writer.lock removed; receipt recorded at {result.get('recoveredAt')}"
 
 
-def _seen_locks(root: str, writer: LockSnapshot | None) -> Seen:
+def _seen_locks(place: Place, writer: LockSnapshot | None) -> Seen:
     """``writer``: the writer.lock snapshot the dialog states (read once, so they agree)."""
-    recovery = lock_snapshot(root, RECOVERY_LOCK)
+    recovery = place.lock(RECOVERY_LOCK)
     return Seen(lock_hash=writer["hash"] if writer else None, recovery_lock_hash=recovery["hash"] if recovery else None)

@@ -81,7 +81,7 @@ class Collect(TaskOperation):
         assert attempt is not None
         preview.backend = process_identity(attempt["backend"])
         receipt = (attempt.get("process") or {}).get("receipt") or {}
-        kept = receipt_file_status(preview.root, context.run["id"], attempt)
+        kept = _kept_receipt(context, attempt)
         preview.title = f"Collect {context.task['id']}"
         preview.changes = [
             (
