@@ -24,7 +24,7 @@ from .actions import READ_ONLY_REFUSAL
 from .job_flow import start_job
 from .logic import operations, recovery
 from .logic.jobs import Job, Jobs
-from .logic.operations import ActionLog, Preview
+from .logic.operations import ActionLog, Place, Preview
 from .logic.recovery import Situation
 from .screens.dialogs import Display, dialog_for
 from .screens.jobs import JobsScreen
@@ -52,8 +52,9 @@ class ActionFlow:
         self.last_error: str | None = None
 
     # -- actions
-    def open(self, action: str, directory: str, run_id: str | None = None, task_id: str | None = None) -> None:
-        """Open the confirmation dialog of ``action`` for this target (from the core's state)."""
+    def open(self, action: str, directory: str | Place, run_id: str | None = None, task_id: str | None = None) -> None:
+        """Open the confirmation dialog of ``action`` for this target (from the core's state, of a
+        project directory or of a place: a remote project)."""
         if self.read_only():
             # The registry's gate already hides every mutating action; this is the backstop.
             self.app.notify(READ_ONLY_REFUSAL, severity="error", markup=False)
@@ -66,7 +67,7 @@ class ActionFlow:
             name=f"preview-{action}",
         )
 
-    def _prepare(self, action: str, directory: str, run_id: str | None, task_id: str | None) -> None:
+    def _prepare(self, action: str, directory: str | Place, run_id: str | None, task_id: str | None) -> None:
         try:
             preview = operations.preview(directory, action, run_id, task_id)
         except Exception as error:

@@ -48,6 +48,8 @@ class ActionSpec:
     priority: bool = False
     action: str = ""  # the Textual action string; "" = the id (a mutation: "act('<name>')")
     screen: str = MAIN  # where its key is bound: the main screen, or a panel (SCHEDULES)
+    # Reads the project's files itself (not the scanner's snapshot): not on a remote project.
+    local_files: bool = False
 
     def __post_init__(self) -> None:
         if not self.action:
@@ -140,6 +142,7 @@ REGISTRY: list[ActionSpec] = [
         "Schedules",
         "The project's schedules (nexus schedule): pause, resume, run now, delete.",
         footer=False,
+        local_files=True,
     ),
     ActionSpec(
         "timeline",
@@ -201,6 +204,7 @@ REGISTRY += [
         "Recovery",
         "Guided recovery: every situation that needs an operator, what to check, the safe next step.",
         group=_ACT,
+        local_files=True,
     ),
     ActionSpec(
         "toggle_action_log",
@@ -331,7 +335,20 @@ def refusal(entry: ActionSpec, read_only: bool, selection: Selection) -> str | N
     disabled, and its key and palette entry say this reason)."""
     if entry.mutating and read_only:
         return READ_ONLY_REFUSAL
+    if selection.remote_host is not None:
+        if entry.local_files:
+            return remote_files_refusal(entry, selection.remote_host)
+        if entry.mutating and selection.remote_refusal is not None:
+            return selection.remote_refusal
     return entry.unavailable(selection) if entry.unavailable is not None else None
+
+
+def remote_files_refusal(entry: ActionSpec, host: str) -> str:
+    """Why an action that reads the project's files itself is not offered on a remote project."""
+    return (
+        f"{entry.label} reads the project's files; this project is on {host}: run nexus-tui there "
+        "(or nexus-tui serve, through an ssh tunnel)."
+    )
 
 
 def gate(entry: ActionSpec, read_only: bool, selection: Selection) -> bool | None:

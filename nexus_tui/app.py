@@ -12,7 +12,7 @@ import contextlib
 import gc
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from textual import on, work
@@ -33,8 +33,11 @@ from .logic.demo import DemoBuild
 from .logic.jobs import Jobs
 from .logic.model import ProjectSnapshot
 from .logic.operations import OPERATIONS
+from .logic.operations.place import Place
 from .logic.selection import Selection
 from .logic.session import ProjectSession
+from .logic.ssh import DEFAULT_REMOTE_NEXUS, RemoteProject
+from .remote_tabs import RemoteStatusChanged, RemoteTabs
 from .scanning import ProjectScanned, ScanRequests, undecodable_path_changed
 from .screens.help import HelpScreen
 from .screens.jobs import JobsScreen
@@ -82,11 +85,13 @@ class NexusApp(App[None]):
         tick: bool = True,
         display_path: Callable[[str], str] | None = None,
         demo: DemoBuild | None = None,
+        remote: Sequence[RemoteProject] = (),
+        remote_nexus: str = DEFAULT_REMOTE_NEXUS,
     ) -> None:
         super().__init__()
         self.demo = demo  # --demo: built by a worker once the first frame is drawn
         self.demo_error: str | None = None
-        self.directories = [os.path.abspath(d) for d in directories] or [os.getcwd()]
+        self.directories = [os.path.abspath(d) for d in directories] or ([] if remote else [os.getcwd()])
         self.poll = poll
         self.read_only = read_only
         self.use_watcher = (not poll) if watch is None else watch
@@ -101,6 +106,9 @@ class NexusApp(App[None]):
             ProjectSession.open(index, directory, self.label_of(directory))
             for index, directory in enumerate(self.directories)
         ]
+        # --ssh HOST:PATH: the projects on other hosts, after the local ones (remote_tabs.py).
+        self.remote_tabs = RemoteTabs(self, remote, len(self.sessions), remote_nexus)
+        self.sessions += self.remote_tabs.sessions
         self._requests = ScanRequests(len(self.sessions))
         self.scans_applied = 0
         self.watch_backoffs = 0  # the watcher stopped on an error and waited (tests count them)
@@ -139,7 +147,10 @@ class NexusApp(App[None]):
         render.use_theme_variables(self.get_css_variables())
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._start_scanner()
+        self.remote_tabs.start()
         for session in self.sessions:
+            if session.remote is not None:
+                continue  # its host's observer feeds it
             self._requests.ask(session.index, everything=True)
             if self.use_watcher:
                 self._watch_project(session)
@@ -173,6 +184,7 @@ class NexusApp(App[None]):
         for session in self.sessions:
             if session.watch_stop is not None:
                 session.watch_stop.set()
+        self.remote_tabs.close()
 
     @property
     def panes(self) -> list[ProjectPane]:
@@ -233,7 +245,11 @@ class NexusApp(App[None]):
 
     @on(RunFocused)
     def _run_focused(self, message: RunFocused) -> None:
-        self.sessions[message.index].scanner.focus = message.run_id
+        session = self.sessions[message.index]
+        if session.remote is not None:
+            session.remote.set_focus(message.run_id)  # the host sends that run's full inspection
+            return
+        session.scanner.focus = message.run_id
         self.request_scan(message.index)
 
     def request_scan(
@@ -241,7 +257,8 @@ class NexusApp(App[None]):
     ) -> None:
         """``retime``: recompute the clock-derived flags of unchanged runs too (the tick)."""
         for i in range(len(self.sessions)) if index is None else (index,):
-            self._requests.ask(i, everything=everything, runs=runs, retime=retime)
+            if self.sessions[i].remote is None:  # a remote project's host scans it
+                self._requests.ask(i, everything=everything, runs=runs, retime=retime)
 
     def on_project_scanned(self, message: ProjectScanned) -> None:
         panes = self.panes
@@ -252,7 +269,9 @@ class NexusApp(App[None]):
             if self.following:
                 pane.apply(message.snapshot, now_ms())
             return
-        if message.scope_paths != session.scope_paths or session.base_appeared(message.snapshot.root):
+        if session.remote is None and (
+            message.scope_paths != session.scope_paths or session.base_appeared(message.snapshot.root)
+        ):
             session.scope_paths = message.scope_paths
             if session.watch_stop is not None:
                 session.watch_stop.set()  # the watcher restarts on the new set of paths
@@ -266,7 +285,8 @@ class NexusApp(App[None]):
             screen.follow(now_ms())
         self.scans_applied += 1
         session.loaded = True
-        if all(s.loaded for s in self.sessions) and not self.loaded.is_set():
+        # A remote project loads when its host answers (maybe never): "loaded" is this machine's.
+        if all(s.loaded for s in self.sessions if s.remote is None) and not self.loaded.is_set():
             self._settle_memory()
             self.loaded.set()
 
@@ -402,13 +422,24 @@ class NexusApp(App[None]):
     def action_act(self, name: str) -> None:
         """Every mutating action: its Operation's dialog for the selection (the core's state)."""
         selection = self.selection()
+        remote = self.pane.session.remote
+        where: str | Place = remote.place() if remote is not None else selection.project or ""
         if OPERATIONS[name].per_task:
-            self.flow.open(name, selection.project or "", selection.run_id, selection.task_id)
+            self.flow.open(name, where, selection.run_id, selection.task_id)
         else:
-            self.flow.open(name, selection.project or "")
+            self.flow.open(name, where)
+
+    def on_remote_status_changed(self, message: RemoteStatusChanged) -> None:
+        """A remote project connected, was lost or retries: its status bar says so, and the
+        gate reads the new state (the selection's key holds the status)."""
+        panes = self.panes
+        if message.index < len(panes) and self.is_running:
+            panes[message.index].sync_status(now_ms())
+            self.refresh_bindings()
 
     def _after_action(self) -> None:
         self.request_scan(everything=True)
+        self.remote_tabs.rescan()
         if any(isinstance(screen, QuitScreen) for screen in self.screen_stack):
             return  # the app quits once this work has ended: no panel to mount on the way out
         self._show_log(True)
@@ -534,6 +565,7 @@ class NexusApp(App[None]):
 
     def action_refresh(self) -> None:
         self.request_scan(everything=True)
+        self.remote_tabs.rescan(self.pane.index)
 
     def action_focus_next_pane(self) -> None:
         self.screen.focus_next()

@@ -42,6 +42,41 @@ class DashboardOptions:
     demo: bool
     discover: str | None = None
     discover_depth: int = 4
+    remote: tuple[str, ...] = ()  # --ssh HOST:PATH, as given
+    remote_nexus: str = "nexus"  # --remote-nexus CMD
+
+
+def remote_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--ssh HOST:PATH`` (repeatable) and ``--remote-nexus CMD`` (the dashboard and ``serve``)."""
+    command = click.option(
+        "--remote-nexus",
+        default="nexus",
+        show_default=True,
+        metavar="CMD",
+        help="The nexus command on the --ssh hosts, for their shell (e.g. ~/.venv/bin/nexus or "
+        "'python3 -m nexus_core.cli').",
+    )(command)
+    return click.option(
+        "--ssh",
+        "remote",
+        multiple=True,
+        metavar="HOST:PATH",
+        help="A project on another host, over ssh (your ssh config, keys and known_hosts; NEXUS_SSH_COMMAND "
+        "replaces 'ssh'). Repeatable; one connection per host.",
+    )(command)
+
+
+def remote_projects(specs: tuple[str, ...]) -> list[Any] | None:
+    """The --ssh projects, or None after printing why one cannot be used (exit 1)."""
+    from .logic.ssh import RemoteSpecError, parse_remote, ssh_program
+
+    try:
+        if specs:
+            ssh_program()
+        return [parse_remote(spec) for spec in specs]
+    except (RemoteSpecError, ValueError) as error:
+        print(f"Nexus: {terminal_safe(error, one_line=True)}", file=sys.stderr)
+        return None
 
 
 def complete_directory(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
@@ -92,6 +127,7 @@ def directory_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[
 @click.option("--read-only", "read_only", is_flag=True, help="Disable every action that changes state.")
 @click.option("--demo", is_flag=True, help="Build a demo project in a temporary directory (real core) and open it.")
 @discover_options
+@remote_options
 @click.version_option(package_name="nexus-registry", prog_name="nexus-tui")
 @click.pass_context
 def dashboard(
@@ -102,8 +138,10 @@ def dashboard(
     demo: bool,
     discover: str | None,
     discover_depth: int,
+    remote: tuple[str, ...],
+    remote_nexus: str,
 ) -> int:
-    options = DashboardOptions(directories, poll, read_only, demo, discover, discover_depth)
+    options = DashboardOptions(directories, poll, read_only, demo, discover, discover_depth, remote, remote_nexus)
     ctx.obj = options
     if ctx.invoked_subcommand is not None:
         return 0  # the subcommand runs next and its return value is the exit status
@@ -120,7 +158,10 @@ def run_dashboard(options: DashboardOptions) -> int:
         # Built by the dashboard once its first frame is on screen (progress shown there).
         demo_dir = os.path.realpath(tempfile.mkdtemp(prefix="nexus-demo-"))
         directories = [demo_dir, *directories]
-    if options.discover is None:
+    remote = remote_projects(options.remote)
+    if remote is None:
+        return 1
+    if options.discover is None and not remote:
         directories = directories or [os.getcwd()]
     for directory in directories:
         problem = project_problem(directory)
@@ -147,9 +188,18 @@ def run_dashboard(options: DashboardOptions) -> int:
             poll=options.poll,
             read_only=options.read_only,
             demo=demo,
+            remote=remote,
+            remote_nexus=options.remote_nexus,
         )
     else:
-        app = NexusApp(directories, poll=options.poll, read_only=options.read_only, demo=demo)
+        app = NexusApp(
+            directories,
+            poll=options.poll,
+            read_only=options.read_only,
+            demo=demo,
+            remote=remote,
+            remote_nexus=options.remote_nexus,
+        )
     run_until_quit(app)
     status = 0
     if app.demo_error is not None:
@@ -269,6 +319,7 @@ if __name__ == "__main__":
     help="Mark the token cookie Secure (sent over HTTPS only): for a server reached through a TLS proxy.",
 )
 @discover_options
+@remote_options
 @click.pass_obj
 def serve_command(
     options: DashboardOptions,
@@ -281,6 +332,8 @@ def serve_command(
     secure_cookie: bool,
     discover: str | None,
     discover_depth: int,
+    remote: tuple[str, ...],
+    remote_nexus: str,
 ) -> int:
     if allow_actions and options.read_only:
         _usage_error("--read-only and --allow-actions cannot be used together")
@@ -293,9 +346,15 @@ def serve_command(
         return 1
     chosen = tuple(os.path.abspath(d) for d in (*options.directories, *directories))
     discovering = ("--discover", os.path.abspath(root), "--discover-depth", str(depth)) if root is not None else ()
+    specs = (*options.remote, *remote)
+    if remote_projects(specs) is None:
+        return 1
+    nexus_command = remote_nexus if remote_nexus != "nexus" else options.remote_nexus
+    remotes = tuple(word for spec in specs for word in ("--ssh", spec))
+    remotes += ("--remote-nexus", nexus_command) if specs else ()
     config = ServeConfig(
-        directories=chosen or (() if root is not None else (os.getcwd(),)),
-        session_arguments=discovering,
+        directories=chosen or (() if root is not None or specs else (os.getcwd(),)),
+        session_arguments=(*discovering, *remotes),
         host=host,
         port=port,
         allow_actions=allow_actions,

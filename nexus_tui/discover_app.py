@@ -66,8 +66,9 @@ class DiscoverApp(NexusApp):
         self.rediscover_seconds = rediscover_seconds
         fixed = [os.path.realpath(d) for d in directories]
         initial = list(dict.fromkeys([*fixed, *discover_projects(self.root, depth)]))
-        super().__init__(initial or [self.root], **options)
-        if not initial:  # NexusApp falls back to one directory: here the overview waits for projects
+        remote = bool(options.get("remote"))
+        super().__init__(initial or ([] if remote else [self.root]), **options)
+        if not initial and not remote:  # NexusApp falls back to one directory: the overview waits for projects
             self.directories, self.sessions = [], []
             self._requests = ScanRequests(0)
         self._known = set(self.directories)

@@ -13,16 +13,21 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from nexus_core import observe_protocol as protocol
 from nexus_core.actions import MUTATIONS, Result
 from nexus_core.errors import NexusError
+from nexus_core.locks import WRITER_LOCK
+from nexus_core.shapes import LockSnapshot, Run
 from nexus_core.terminal import terminal_safe
+from nexus_core.typed_json import DecodeError
+from nexus_core.view.codec import SnapshotReader
+from nexus_core.view.model import LockView, ProjectSnapshot
 
-from .ssh import ErrorTail, SshHost, failure_words
+from .ssh import ErrorTail, RemoteProject, SshHost, failure_words
 
 # Reconnecting: the first retry after RECONNECT_FIRST_SECONDS, doubling up to RECONNECT_MAX_SECONDS.
 RECONNECT_FIRST_SECONDS = 1.0
@@ -311,3 +316,260 @@ def _result(ssh: SshHost, status: int | None, out: bytes, said: str) -> Result:
     if value is None and out.strip():
         said = f"{said} (its output began: '{protocol.preview(out)}')".strip()
     raise RemoteFailure(failure_words(ssh.host, status, said, ssh.remote_nexus))
+
+
+# ----------------------------------------------------------------- remote projects in the dashboard
+
+# A fresh read (the confirm re-check, a run's full inspection for a dialog) waits this long for
+# the observer's answer before the action is refused.
+FRESH_READ_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class LinkStatus:
+    """A remote project's connection as its tab says it: connecting, connected (the remote
+    nexus's version) or lost (why, since when, the next try)."""
+
+    state: str  # "connecting", "connected" or "lost"
+    version: str | None = None
+    reason: str | None = None
+    since: float | None = None
+    retry_at: float | None = None
+
+    def words(self, host: str, now: float | None = None) -> str:
+        moment = time.time() if now is None else now
+        if self.state == "connected":
+            return f"connected to {host} (nexus {self.version})"
+        if self.state == "connecting":
+            return f"connecting to {host}…"
+        since = time.strftime("%H:%M:%S UTC", time.gmtime(self.since or moment))
+        retry = max(0, round((self.retry_at or moment) - moment))
+        return f"disconnected since {since}, retrying in {retry} s: {self.reason}"
+
+    def refusal(self, host: str) -> str | None:
+        """Why an action cannot run now (None when connected): what the gate says."""
+        if self.state == "connected":
+            return None
+        return f"{host} is {self.words(host)}" if self.state == "connecting" else f"{host}: {self.words(host)}"
+
+
+class RemoteLink:
+    """One remote project as the dashboard holds it: its host, its index in the host's observer,
+    the snapshot rebuilt from the observer's lines, and the connection's status. Thread-safe:
+    the host's reading thread updates it; the UI and action workers read it."""
+
+    def __init__(self, project: RemoteProject, host: RemoteHost, index: int) -> None:
+        self.project = project
+        self.host = host
+        self.index = index
+        self.reader = SnapshotReader()
+        self.status = LinkStatus("connecting")
+        self.focus: str | None = None
+        self._answers: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def label(self) -> str:
+        return self.project.label
+
+    @property
+    def snapshot(self) -> ProjectSnapshot | None:
+        return self.reader.snapshot
+
+    def refusal(self) -> str | None:
+        return self.status.refusal(terminal_safe(self.project.host, one_line=True))
+
+    def set_focus(self, run_id: str | None) -> None:
+        """The run whose full inspection the detail pane shows (sent again after a reconnect)."""
+        self.focus = run_id
+        self.host.stream.send(protocol.focus(run_id, self.index))
+
+    def fresh_read(self, run_id: str | None, timeout: float | None = None) -> ProjectSnapshot:
+        """Ask the observer to read again now (``run_id`` in full, made the focus) and wait for
+        its answer; the snapshot after it. RemoteFailure when not connected or no answer."""
+        refusal = self.refusal()
+        if refusal is not None:
+            raise RemoteFailure(refusal)
+        token = os.urandom(8).hex()
+        answered = threading.Event()
+        with self._lock:
+            self._answers[token] = answered
+        try:
+            if run_id is not None:
+                self.set_focus(run_id)
+            sent = self.host.stream.send(protocol.rescan(self.index, (run_id,) if run_id else (), token))
+            wait = FRESH_READ_TIMEOUT_SECONDS if timeout is None else timeout
+            if not sent or not answered.wait(wait):
+                raise RemoteFailure(
+                    f"{terminal_safe(self.project.host, one_line=True)} did not answer a fresh read within {wait:g} s"
+                )
+        finally:
+            with self._lock:
+                self._answers.pop(token, None)
+        snapshot = self.snapshot
+        if snapshot is None:
+            raise RemoteFailure(f"no snapshot of {self.label} yet")
+        return snapshot
+
+    def answered(self, token: object) -> None:
+        with self._lock:
+            event = self._answers.get(token) if isinstance(token, str) else None
+        if event is not None:
+            event.set()
+
+    def place(self) -> RemotePlace:
+        return RemotePlace(self)
+
+
+class RemotePlace:
+    """A remote project's place for an action (operations/place.py): reads come from the
+    snapshot its host's observer sent (a run without its full inspection is asked for first), the
+    re-check asks for a fresh read, and the action runs the remote nexus over the host's
+    connection with its input on stdin."""
+
+    def __init__(self, link: RemoteLink) -> None:
+        self.link = link
+
+    def _snapshot(self) -> ProjectSnapshot:
+        snapshot = self.link.snapshot
+        if snapshot is None:
+            raise RemoteFailure(f"no snapshot of {self.link.label} yet")
+        return snapshot
+
+    def root(self) -> str:
+        return self._snapshot().root or self.link.project.remote_path
+
+    def lock(self, name: str) -> LockSnapshot | None:
+        snapshot = self._snapshot()
+        view = snapshot.writer_lock if name == WRITER_LOCK else snapshot.recovery_lock
+        return lock_snapshot_of(view)
+
+    def run(self, run_id: str) -> Run:
+        view = self._snapshot().run(run_id)
+        if view is None or view.inspection is None:
+            view = self.link.fresh_read(run_id).run(run_id)
+        if view is None or view.inspection is None:
+            raise RemoteFailure(f"run {terminal_safe(run_id, one_line=True)} is not in {self.link.label}")
+        if view.error is not None:
+            raise RemoteFailure(view.error)
+        return view.inspection
+
+    def refresh(self, run_id: str | None) -> None:
+        self.link.fresh_read(run_id)
+
+    def call(
+        self,
+        action: str,
+        run_id: str | None,
+        task_id: str | None,
+        options: Any,
+        progress: Any = None,
+        should_stop: Any = None,
+    ) -> Result:
+        refusal = self.link.refusal()
+        if refusal is not None:
+            raise RemoteFailure(refusal)
+        return run_remote_action(self.link.host.ssh, self.root(), action, run_id, task_id, options)
+
+
+def lock_snapshot_of(view: LockView) -> LockSnapshot | None:
+    """The core's lock snapshot as far as a LockView carries it (fingerprint, owner, unsafe)."""
+    if not view.present:
+        return None
+    snapshot: dict[str, Any] = {"hash": view.fingerprint}
+    if not view.unreadable:
+        snapshot["owner"] = {"pid": view.pid, "hostname": view.host, "createdAt": view.created_at}
+    if view.unsafe is not None:
+        snapshot["unsafe"] = view.unsafe
+    return cast(LockSnapshot, snapshot)
+
+
+class RemoteHost:
+    """One host: its ssh (one multiplexed connection), one observer for all its projects, and
+    the links it feeds. ``changed(link)`` is called (from the reading thread) whenever a link's
+    snapshot or status changes."""
+
+    def __init__(
+        self,
+        host: str,
+        remote_nexus: str,
+        changed: Callable[[RemoteLink], None],
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.ssh = SshHost(host, remote_nexus, environ)
+        self.links: list[RemoteLink] = []
+        self.changed = changed
+        self.stream = ObserverStream(self.ssh, [], self._deliver)
+
+    def add(self, project: RemoteProject) -> RemoteLink:
+        link = RemoteLink(project, self, len(self.links))
+        self.links.append(link)
+        self.stream.paths.append(project.remote_path)
+        return link
+
+    def start(self) -> None:
+        self.stream.start()
+
+    def close(self) -> None:
+        self.stream.stop()
+        self.ssh.close()
+
+    def _deliver(self, event: StreamEvent) -> None:
+        if isinstance(event, Connected):
+            for link in self.links:
+                link.status = LinkStatus("connected", version=event.version)
+                if link.focus is not None:
+                    self.stream.send(protocol.focus(link.focus, link.index))
+                self.changed(link)
+        elif isinstance(event, Lost):
+            for link in self.links:
+                link.status = LinkStatus(
+                    "lost", reason=event.reason, since=event.since, retry_at=time.time() + event.retry_in
+                )
+                self.changed(link)
+        else:
+            self._received(event.message)
+
+    def _received(self, message: dict[str, Any]) -> None:
+        index = message.get("project")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.links):
+            raise protocol.ProtocolError(
+                f"a line for an unknown project: {protocol.preview(json.dumps(message).encode())}"
+            )
+        link = self.links[index]
+        kind = message.get("type")
+        if kind == "rescanned":
+            link.answered(message.get("token"))
+            return
+        if kind not in ("snapshot", "change"):
+            return  # a kind this dashboard does not know (a newer peer's): nothing to show
+        try:
+            link.reader.apply(message)
+        except DecodeError as error:
+            raise protocol.ProtocolError(f"the remote sent a snapshot this dashboard cannot read ({error})") from None
+        self.changed(link)
+
+
+class RemoteFleet:
+    """Every remote project of the dashboard, grouped by host (one connection and one observer
+    per host and remote nexus command)."""
+
+    def __init__(self, changed: Callable[[RemoteLink], None], environ: Mapping[str, str] | None = None) -> None:
+        self.changed = changed
+        self.environ = environ
+        self.hosts: dict[tuple[str, str], RemoteHost] = {}
+
+    def add(self, project: RemoteProject, remote_nexus: str) -> RemoteLink:
+        key = (project.host, remote_nexus)
+        host = self.hosts.get(key)
+        if host is None:
+            host = self.hosts[key] = RemoteHost(project.host, remote_nexus, self.changed, self.environ)
+        return host.add(project)
+
+    def start(self) -> None:
+        for host in self.hosts.values():
+            host.start()
+
+    def close(self) -> None:
+        for host in self.hosts.values():
+            host.close()

@@ -21,6 +21,10 @@ class Selection:
     state_path: str | None = None
     # The selected run as inspected (for the availability of actions); not part of equality.
     inspection: Inspection | None = field(default=None, compare=False, repr=False)
+    # A project on another host (--ssh): the host, and why its actions cannot run now (the
+    # connection is being made or was lost); both None for a local project.
+    remote_host: str | None = None
+    remote_refusal: str | None = None
 
 
 # Every word that state:WORD matches (TaskRow.flags): the derived flags, the task states

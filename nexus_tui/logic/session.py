@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nexus_core.store import BASE
 
 from .model import ProjectScanner, ProjectSnapshot, RunView, ScopeIndex
+
+if TYPE_CHECKING:
+    from .remote import RemoteLink
 
 Sort = tuple[str | None, bool]  # (column key or None, descending)
 
@@ -33,6 +37,9 @@ class ProjectSession:
     filter_text: str = ""
     run_sort: Sort = (None, False)
     task_sort: Sort = (None, False)
+    # A project on another host (--ssh): its snapshots come from the host's observer, never
+    # from ``scanner``, and its actions run there (logic/remote.py).
+    remote: RemoteLink | None = None
 
     def __repr__(self) -> str:  # short: worker descriptions name the session they watch
         return f"ProjectSession({self.index}, {self.directory!r})"
@@ -40,6 +47,10 @@ class ProjectSession:
     @classmethod
     def open(cls, index: int, directory: str, label: str) -> ProjectSession:
         return cls(index, directory, label, ProjectScanner(directory))
+
+    @classmethod
+    def open_remote(cls, index: int, link: RemoteLink) -> ProjectSession:
+        return cls(index, link.project.remote_path, link.label, ProjectScanner(link.project.remote_path), remote=link)
 
     def current_view(self) -> RunView | None:
         return self.snapshot.run(self.run_id) if self.snapshot else None

@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static, Tree
 
+from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import now_ms
 
 from .. import actions
@@ -127,6 +128,7 @@ class ProjectPane(Vertical):
             self.session.run_id,
             self.session.task_id,
             self.session.task_id in self._task_rows,
+            self.session.remote.status if self.session.remote is not None else None,
         )
 
     def selection(self) -> Selection:
@@ -144,6 +146,7 @@ class ProjectPane(Vertical):
             if task and task["attempts"]:
                 attempt_id = task["attempts"][-1]["id"]
         root = self.session.snapshot.root if self.session.snapshot else None
+        remote = self.session.remote
         return Selection(
             project=root or self.session.directory,
             run_id=self.session.run_id if view else None,
@@ -152,6 +155,8 @@ class ProjectPane(Vertical):
             lock_fingerprint=self.session.snapshot.writer_lock.fingerprint if self.session.snapshot else None,
             state_path=f"{root}/{view.state_path}" if root and view else None,
             inspection=view.inspection if view else None,
+            remote_host=terminal_safe(remote.project.host, one_line=True) if remote is not None else None,
+            remote_refusal=remote.refusal() if remote is not None else None,
         )
 
     # -- applying snapshots

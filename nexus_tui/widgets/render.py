@@ -678,10 +678,17 @@ def status_text(
     project_label: str,
     pending: bool = False,
     narrow: bool = False,
+    connection: tuple[str, bool] | None = None,
 ) -> Text:
     """Two lines: the project and its locks, then freshness, follow and mode. ``narrow`` (80
-    columns): the locks first, each on its own line, then the project with the rest, in short words."""
+    columns): the locks first, each on its own line, then the project with the rest, in short words.
+    ``connection``: a remote project's connection (its words, whether it is up), on a line first."""
     text = Text()
+    if connection is not None:
+        words, up = connection
+        text.append("⇄ " if up else "⚠ ", style=themed("$success" if up else "bold $error"))
+        text.append(plain(words, "dim" if up else themed("$error")))
+        text.append("\n")
     if not narrow:
         text.append(plain(project_label, "bold"))
     if snapshot is None:

@@ -1,5 +1,6 @@
 """A project's status bar: the project path, writer.lock and recovery.lock (fingerprint, owner,
-liveness), how fresh the view is, following or paused, and the mode. It renders from the
+liveness), how fresh the view is, following or paused, and the mode; for a project on another
+host, its connection first (connected, or disconnected since when and why, retrying). It renders from the
 project's session; the app only says whether it follows and whether actions are enabled."""
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ class StatusBar(Static):
     def sync(self, now: int, *, following: bool, read_only: bool) -> None:
         session = self.session
         directory = session.snapshot.root if session.snapshot else None
+        remote = session.remote
+        connection = None
+        if remote is not None:
+            connection = (remote.status.words(remote.project.host), remote.status.state == "connected")
         self.update(
             render.status_text(
                 session.snapshot,
@@ -32,5 +37,6 @@ class StatusBar(Static):
                 self.display_path(directory or session.directory),
                 pending=session.pending is not None,
                 narrow=self.narrow,
+                connection=connection,
             )
         )
