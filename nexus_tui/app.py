@@ -435,7 +435,8 @@ class NexusApp(App[None]):
         panes = self.panes
         if message.index < len(panes) and self.is_running:
             panes[message.index].sync_status(now_ms())
-            self.refresh_bindings()
+            if self.pane.index == message.index:
+                self.refresh_bindings()
 
     def _after_action(self) -> None:
         self.request_scan(everything=True)

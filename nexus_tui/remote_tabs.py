@@ -45,6 +45,7 @@ class RemoteTabs:
         self.sessions: list[ProjectSession] = []
         self._index_of: dict[int, int] = {}  # id(link) -> session index
         self._shown: dict[int, Any] = {}  # session index -> the last snapshot posted
+        self._status: dict[int, Any] = {}  # session index -> the last status posted
         for offset, project in enumerate(projects):
             link = self.fleet.add(project, remote_nexus)
             index = first_index + offset
@@ -70,7 +71,9 @@ class RemoteTabs:
         if snapshot is not None and self._shown.get(index) is not snapshot:
             self._shown[index] = snapshot
             self.app.post_message(ProjectScanned(index, snapshot, ()))
-        self.app.post_message(RemoteStatusChanged(index))
+        if self._status.get(index) != link.status:  # not on every snapshot: the footer is redrawn
+            self._status[index] = link.status
+            self.app.post_message(RemoteStatusChanged(index))
 
 
 def _rescan(link: RemoteLink) -> dict[str, Any]:

@@ -479,3 +479,36 @@ def test_a_missing_remote_nexus_fails_a_remote_action_clearly(
         ssh.close()
     assert "the remote nexus was not found on testhost" in failed.value.message
     assert "command not found" in failed.value.message
+
+
+def test_a_remote_verify_is_stopped_like_ctrl_c(host: SshHost, tmp_path: Path) -> None:
+    """Stop on a remote verify: its stdin closes, the remote nexus gets SIGINT (Ctrl+C): the
+    running check's group is stopped at once and the verification ends ambiguous."""
+    project = Project(tmp_path / "slow")
+    slow = task_def(
+        "a", checks=[{"id": "slow", "command": "/bin/sleep", "args": ["600"], "cwd": ".", "timeoutMs": 300000}]
+    )
+    project.create(plan("r1", slow))
+    project.completed("r1", "a")
+    asked = threading.Event()
+    stopper = threading.Timer(3.0, asked.set)
+    stopper.start()
+    began = time.monotonic()
+    saved = run_remote_action(host, project.dir, "verify", "r1", "a", None, should_stop=asked.is_set)
+    assert time.monotonic() - began < 120  # not the check's 600 s
+    verification = saved["tasks"][0]["attempts"][-1]["verification"]
+    assert verification["status"] == "ambiguous"
+    assert "Interrupted by the operator (SIGINT)" in (verification["checks"][0].get("error") or "")
+
+
+def test_a_remote_launch_takes_its_input_through_the_stoppable_wrapper(host: SshHost, tmp_path: Path) -> None:
+    project = Project(tmp_path / "launch")
+    (project.root / "workers").mkdir()
+    (project.root / "workers" / "work.sh").write_text("mkdir -p out/p && echo ok > out/p/result.txt\n")
+    (project.root / "inputs").mkdir()
+    (project.root / "inputs" / "task.txt").write_text("Write ok.\n")
+    execution = {"adapter": "command", "command": "/bin/sh", "args": ["workers/work.sh"], "input": "inputs/task.txt"}
+    project.create(plan("r1", task_def("p", execution=execution, resources=["checks/check.sh", "workers/work.sh"])))
+    saved = run_remote_action(host, project.dir, "launch", "r1", "p", {}, should_stop=lambda: False)
+    receipt = saved["tasks"][0]["attempts"][-1]["process"]["receipt"]
+    assert receipt["outcome"] == "completed"

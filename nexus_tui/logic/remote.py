@@ -40,6 +40,7 @@ SILENCE_TIMEOUT_SECONDS = 15.0
 # A remote action's answer (the saved run as JSON: at most a 16 MiB run file, pretty-printed).
 RESULT_LIMIT_BYTES = 64 * 1024 * 1024
 STOP_GRACE_SECONDS = 2.0
+STOP_POLL_SECONDS = 0.1
 
 
 class Backoff:
@@ -252,9 +253,9 @@ class RemoteFailure(Exception):
         self.message = message
 
 
-def _started(ssh: SshHost, words: list[str]) -> subprocess.Popen[bytes]:
+def _started(ssh: SshHost, words: list[str], line: str | None = None) -> subprocess.Popen[bytes]:
     try:
-        return ssh.start(words)
+        return ssh.start(words, line)
     except OSError as error:
         raise RemoteFailure(f"ssh cannot be started: {terminal_safe(error, one_line=True)}") from None
 
@@ -270,37 +271,68 @@ def action_words(action: str, path: str, run_id: str | None, task_id: str | None
 
 
 def run_remote_action(
-    ssh: SshHost, path: str, action: str, run_id: str | None, task_id: str | None, options: Any
+    ssh: SshHost,
+    path: str,
+    action: str,
+    run_id: str | None,
+    task_id: str | None,
+    options: Any,
+    should_stop: Callable[[], bool] | None = None,
 ) -> Result:
     """Run mutation ``action`` with the remote nexus on ``path`` and return the core's result.
 
-    The input goes on stdin (``--input -``): no file on either side. The core's refusal comes
+    The input goes on stdin (``--input -``): no file on either side. A long action (verify,
+    launch) given ``should_stop`` runs so that closing its stdin interrupts it (SIGINT, as Ctrl+C
+    does locally); when ``should_stop`` answers True, stdin is closed. The core's refusal comes
     back as a NexusError with its exact message; anything else that fails is a RemoteFailure."""
     mutation = MUTATIONS[action]
     if mutation.takes == "plan":
         raise RemoteFailure(f"{action} takes a plan file: run it on {terminal_safe(ssh.host, one_line=True)} itself.")
     takes_input = mutation.takes != "nothing" and options is not None
     data = json.dumps(options, ensure_ascii=False).encode("utf-8") if takes_input else b""
-    process = _started(ssh, action_words(action, path, run_id, task_id, takes_input))
+    words = action_words(action, path, run_id, task_id, takes_input)
+    stoppable = mutation.long and should_stop is not None
+    line = ssh.stoppable_command_line(words, takes_input) if stoppable else None
+    process = _started(ssh, words, line)
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     errors = ErrorTail(process.stderr)
     out = bytearray()
+    ended = threading.Event()
     try:
         with contextlib.suppress(BrokenPipeError):
-            process.stdin.write(data)
-        with contextlib.suppress(OSError):
-            process.stdin.close()
+            process.stdin.write(data + (b"\n" if stoppable and takes_input else b""))
+            process.stdin.flush()
+        if stoppable and should_stop is not None:
+            _close_when(process, should_stop, ended)
+        else:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
         while len(out) <= RESULT_LIMIT_BYTES:
             chunk = os.read(process.stdout.fileno(), 1 << 16)
             if not chunk:
                 break
             out += chunk
     finally:
+        ended.set()
         status = stop_process(process, ending=len(out) <= RESULT_LIMIT_BYTES)
     said = errors.text()
     if len(out) > RESULT_LIMIT_BYTES:
         raise RemoteFailure(f"the remote nexus answered more than {RESULT_LIMIT_BYTES // (1024 * 1024)} MiB")
     return _result(ssh, status, bytes(out), said)
+
+
+def _close_when(process: subprocess.Popen[bytes], should_stop: Callable[[], bool], ended: threading.Event) -> None:
+    """Close the remote action's stdin (its stop) once ``should_stop`` says so, from a thread."""
+
+    def watch() -> None:
+        while not ended.wait(STOP_POLL_SECONDS):
+            if should_stop():
+                with contextlib.suppress(OSError):
+                    assert process.stdin is not None
+                    process.stdin.close()
+                return
+
+    threading.Thread(target=watch, name="remote-stop", daemon=True).start()
 
 
 def _result(ssh: SshHost, status: int | None, out: bytes, said: str) -> Result:
@@ -469,7 +501,7 @@ class RemotePlace:
         refusal = self.link.refusal()
         if refusal is not None:
             raise RemoteFailure(refusal)
-        return run_remote_action(self.link.host.ssh, self.root(), action, run_id, task_id, options)
+        return run_remote_action(self.link.host.ssh, self.root(), action, run_id, task_id, options, should_stop)
 
 
 def lock_snapshot_of(view: LockView) -> LockSnapshot | None:

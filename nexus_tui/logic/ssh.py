@@ -38,6 +38,7 @@ CONNECT_TIMEOUT_SECONDS = 15
 # What is kept of ssh's (and the remote command's) stderr for a message: its last bytes.
 ERROR_TAIL_BYTES = 4096
 CLOSE_TIMEOUT_SECONDS = 10
+INPUT_END = "NEXUS_INPUT_END"  # the here-document's delimiter (an input is one line of JSON: never it)
 # Beyond ConnectTimeout, how long a first connection may take to authenticate and become the
 # master before other commands start anyway (each then on a connection of its own).
 MASTER_WAIT_EXTRA_SECONDS = 15
@@ -159,12 +160,31 @@ class SshHost:
         joins its arguments into one line that the remote shell parses again)."""
         return " ".join([self.remote_nexus, *(shlex.quote(word) for word in words)])
 
-    def argv(self, words: Sequence[str]) -> list[str]:
-        """The local command that runs the remote nexus with ``words``. ``--`` ends ssh's options,
-        so no host can be read as one."""
-        return [*self.program, *self.options(), "--", self.host, self.command_line(words)]
+    def stoppable_command_line(self, words: Sequence[str], with_input: bool) -> str:
+        """The remote nexus with ``words`` under a POSIX sh that turns the end of its stdin into
+        SIGINT for it (what Ctrl+C does to a local verify or launch: the check's or the child's
+        process group is stopped, the core records it). ``with_input``: the first line of stdin
+        is the action's JSON input (``--input -``, given on a here-document); the rest of stdin is
+        only watched for its end.
 
-    def start(self, words: Sequence[str]) -> subprocess.Popen[bytes]:
+        The shell becomes the remote nexus (``exec``: a foreground command, so SIGINT is not
+        ignored as it is for a background one); a watcher in the background holds a copy of stdin
+        (fd 3) and, at its end, sends SIGINT to that process. The watcher writes nowhere, so the
+        session ends with the remote nexus."""
+        read = "IFS= read -r input; " if with_input else ""
+        given = f"3<&- <<{INPUT_END}\n$input\n{INPUT_END}\n" if with_input else "</dev/null 3<&-"
+        script = (
+            f"exec 3<&0; {read}(cat <&3 >/dev/null 2>&1; kill -INT $$ 2>/dev/null) >/dev/null 2>&1 & "
+            f"exec {self.command_line(words)} {given}"
+        )
+        return f"sh -c {shlex.quote(script)}"
+
+    def argv(self, words: Sequence[str], line: str | None = None) -> list[str]:
+        """The local command that runs the remote nexus with ``words`` (or the remote command
+        ``line``). ``--`` ends ssh's options, so no host can be read as one."""
+        return [*self.program, *self.options(), "--", self.host, line or self.command_line(words)]
+
+    def start(self, words: Sequence[str], line: str | None = None) -> subprocess.Popen[bytes]:
         """Run the remote nexus with ``words``: stdin, stdout and stderr are pipes. Its own
         session: a terminal's signals never reach it, and it never reads the terminal.
 
@@ -173,7 +193,7 @@ class SshHost:
         connection of their own ("ControlSocket ... already exists, disabling multiplexing")."""
         with self._first_connection:
             process = subprocess.Popen(
-                self.argv(words),
+                self.argv(words, line),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -14,7 +14,7 @@ from tui_actions_support import make_project, process_task_plan, start, task_pla
 from nexus_core import actions as commands
 from nexus_core import observe, process
 from nexus_tui.logic.operations import OPERATIONS, Target
-from nexus_tui.logic.operations import base as operations_base
+from nexus_tui.logic.operations import place as operations_place
 from nexus_tui.logic.operations import process as process_operations
 from nexus_tui.screens.dialogs import ActionDialog
 
@@ -59,13 +59,13 @@ async def test_opening_a_dialog_reads_the_run_file_in_a_worker(tmp_path: Path, m
     root = make_project(tmp_path, [task_plan("a")])
     start(root, "a")
     reads: list[bool] = []
-    real_load = operations_base.load_run
+    real_load = operations_place.load_run
 
     def watched_load(*args: Any) -> Any:
         reads.append(_on_ui_thread())
         return real_load(*args)
 
-    monkeypatch.setattr(operations_base, "load_run", watched_load)
+    monkeypatch.setattr(operations_place, "load_run", watched_load)
     app = quiet_app([str(root)])
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
