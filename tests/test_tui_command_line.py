@@ -89,3 +89,46 @@ def test_help_version_and_completion_never_import_textual() -> None:
     )
     assert completion.returncode == 0 and "--poll" in completion.stdout
     assert " textual" not in completion.stderr and " rich" not in completion.stderr
+
+
+def test_ssh_projects_reach_the_dashboard_and_a_bad_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[cli.DashboardOptions] = []
+    monkeypatch.setattr(cli, "run_dashboard", lambda options: seen.append(options) or 0)
+    cli.main(["--ssh", "ops@build-1:/srv/a", "--ssh", "[::1]:b", "--remote-nexus", "~/.venv/bin/nexus"])
+    assert seen[0].remote == ("ops@build-1:/srv/a", "[::1]:b")
+    assert seen[0].remote_nexus == "~/.venv/bin/nexus"
+    for bad, why in (
+        ("nocolon", "write HOST:PATH"),
+        ("-oProxyCommand=touch /tmp/x:/p", "HOST cannot start with '-'"),
+        ("host:", "PATH is empty"),
+    ):
+        refused = run_tui("--ssh", bad)
+        assert (refused.returncode, refused.stdout) == (1, "")
+        assert refused.stderr.startswith(f"Nexus: --ssh {bad}: ") and why in refused.stderr
+    unsplittable = subprocess.run(
+        [sys.executable, "-m", "nexus_tui.cli", "--ssh", "h:/p"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NEXUS_SSH_COMMAND": "ssh -F 'unterminated"},
+    )
+    assert unsplittable.returncode == 1
+    assert unsplittable.stderr.startswith("Nexus: NEXUS_SSH_COMMAND cannot be split into words")
+
+
+def test_serve_gives_each_session_the_ssh_projects(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nexus_tui import serve
+
+    configs: list[serve.ServeConfig] = []
+    monkeypatch.setattr(serve, "serve", lambda config: configs.append(config) or 0)
+    assert cli.main(["--ssh", "a:/p", "serve", "--ssh", "b:q", "--remote-nexus", "python3 -m nexus_core.cli"]) == 0
+    command = serve.session_command(configs[0])
+    assert command[3:] == [
+        "--read-only",
+        "--ssh",
+        "a:/p",
+        "--ssh",
+        "b:q",
+        "--remote-nexus",
+        "python3 -m nexus_core.cli",
+    ]  # fmt: skip  (no -d: no local project was named, none is added)

@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dashboard_kit import HOST as HOST_BACKEND
 from dashboard_kit import eventually, finish, loaded, select, small_project, status_text
-from ssh_kit import HOST, REMOTE_NEXUS, UNKNOWN_KEY_HOST, SshServer, shared_ssh_server, ssh_server
+from ssh_kit import HOST, REFUSED_KEY_HOST, REMOTE_NEXUS, UNKNOWN_KEY_HOST, SshServer, shared_ssh_server, ssh_server
 from test_actions_app import _fill, _open
 from textual.pilot import Pilot
 
+from nexus_core import engine
 from nexus_core.store import load_run
 from nexus_tui import actions
 from nexus_tui.app import NexusApp
@@ -108,6 +110,36 @@ async def test_a_record_through_the_dialog_lands_in_the_remote_state(
     assert observation["summary"] == "recorded from afar"
 
 
+async def test_the_confirm_recheck_reads_the_remote_state_afresh(
+    shared_ssh_server: SshServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, via: None
+) -> None:
+    """The dialog states the remote snapshot; at confirm the host is asked for a fresh read: a
+    report another client recorded meanwhile refuses the action and nothing more is written."""
+    root = small_project(tmp_path / "p")
+    app = remote_app(shared_ssh_server, monkeypatch, f"{HOST}:{root}")
+    async with app.run_test(size=SIZE) as pilot:
+        await shown(pilot, lambda: remote_pane_ready(app, "live"))
+        await select(pilot, "live", "t1")
+        await _open(app, pilot, RECORD_KEY)
+        _fill(app, summary="late report")
+        attempt = load_run(root, "live")["tasks"][0]["attempts"][-1]
+        engine.record_attempt(
+            root, "live", "t1",
+            {"attemptId": attempt["id"], "backend": HOST_BACKEND, "outcome": "failed", "summary": "another client"},
+        )  # fmt: skip
+        before = load_run(root, "live")
+        stream = app.pane.session.remote.host.stream
+        sent: list[dict[str, Any]] = []
+        real_send = stream.send
+        monkeypatch.setattr(stream, "send", lambda message: sent.append(message) or real_send(message))
+        await pilot.click("#confirm")
+        await shown(pilot, lambda: any("changed while the dialog was open" in n.message for n in app._notifications))
+        assert app.is_running
+        fresh = [m for m in sent if m.get("rescan") and m.get("runs") == ["live"] and m.get("token")]
+        assert fresh, sent  # the re-check asked the host to read again before comparing
+    assert load_run(root, "live") == before
+
+
 async def test_a_dropped_connection_keeps_the_view_refuses_actions_and_reconnects(
     ssh_server: SshServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, via: None
 ) -> None:
@@ -188,6 +220,7 @@ async def test_a_hostile_remote_is_a_clear_message_with_bounded_memory(
     ("spec_host", "remote_nexus", "expected"),
     [
         (UNKNOWN_KEY_HOST, REMOTE_NEXUS, "Host key verification failed."),
+        (REFUSED_KEY_HOST, REMOTE_NEXUS, "Permission denied (publickey)."),
         (HOST, "no-such-nexus", "the remote nexus was not found on testhost"),
     ],
 )
