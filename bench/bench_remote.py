@@ -110,6 +110,25 @@ def processes(server: SshServer, control_directory: str) -> dict[str, list[int]]
     return {"ssh (local)": local, "nexus observe (remote)": remote}
 
 
+async def measure_floor(local: str, idle: float) -> dict[str, Any]:
+    """The floor: the same dashboard with the local project alone (same process, measured first)."""
+    from nexus_tui.app import NexusApp
+
+    app = NexusApp([local], rescan_seconds=5.0)
+    async with app.run_test(size=(170, 46)) as pilot:
+        await asyncio.wait_for(app.loaded.wait(), 120)
+        await pilot.pause(2)
+        gc.collect()
+        began = time.process_time()
+        await asyncio.sleep(idle)
+        return {
+            f"floor: dashboard of the local project alone, CPU idle {idle:g} s (%)": (
+                100 * (time.process_time() - began) / idle
+            ),
+            "floor: its RSS (MiB)": proc_cpu_rss(os.getpid())[1],
+        }
+
+
 async def measure(server: SshServer, local: str, remote: list[str], changes: int, idle: float) -> dict[str, Any]:
     from nexus_tui.app import NexusApp
     from nexus_tui.logic.ssh import parse_remote
@@ -183,7 +202,8 @@ def main() -> int:
         server = SshServer(base / "sshd")
         server.start()
         try:
-            figures = asyncio.run(measure(server, local, remote, options.changes, options.idle))
+            figures = asyncio.run(measure_floor(local, options.idle))
+            figures.update(asyncio.run(measure(server, local, remote, options.changes, options.idle)))
         finally:
             server.stop()
     print(f"nexus-tui --ssh: {options.projects} remote projects of {options.tasks} tasks, one host (real sshd)")
