@@ -127,6 +127,7 @@ class ObserverStream:
         self.connected = False
         self.version: str | None = None
         self.sessions = 0  # connections tried (tests count them)
+        self.heard_at: float | None = None  # when a line (a heartbeat at least) last came
         self._stopped = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
         self._write_lock = threading.Lock()
@@ -233,6 +234,7 @@ class ObserverStream:
                 return None
             message = protocol.decode(line)
             kind = message.get("type")
+            self.heard_at = time.time()
             if kind == "heartbeat":
                 continue
             if kind == "error":
@@ -410,6 +412,15 @@ class RemoteLink:
 
     def refusal(self) -> str | None:
         return self.status.refusal(terminal_safe(self.project.host, one_line=True))
+
+    def status_words(self, now: float | None = None) -> str:
+        """The status bar's line: the connection, and when the host was last heard from."""
+        moment = time.time() if now is None else now
+        words = self.status.words(terminal_safe(self.project.host, one_line=True), moment)
+        heard = self.host.stream.heard_at
+        if self.status.state == "connected" and heard is not None:
+            words += f", heard {max(0, round(moment - heard))} s ago"
+        return words
 
     def set_focus(self, run_id: str | None) -> None:
         """The run whose full inspection the detail pane shows (sent again after a reconnect)."""

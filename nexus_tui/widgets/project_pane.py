@@ -179,6 +179,8 @@ class ProjectPane(Vertical):
     def refresh_times(self, now: int) -> None:
         """The 1 s tick: only the time-derived cells and texts."""
         if self.session.snapshot is None:
+            if self.session.remote is not None:
+                self.sync_status(now)  # a host not reached yet: its "retrying in N s" counts down
             return
         with self.app.batch_update():
             self._sync_runs(now, retime=True)

@@ -27,7 +27,7 @@ class StatusBar(Static):
         remote = session.remote
         connection = None
         if remote is not None:
-            connection = (remote.status.words(remote.project.host), remote.status.state == "connected")
+            connection = (remote.status_words(), remote.status.state == "connected")
         self.update(
             render.status_text(
                 session.snapshot,
