@@ -195,7 +195,7 @@ class DiscoverApp(NexusApp):
     def selection(self) -> Selection:
         if self._on_overview():
             index = self.overview.highlighted()
-            return Selection(project=self.directories[index] if index is not None else None)
+            return Selection(project=self.sessions[index].directory if index is not None else None)
         return super().selection()
 
     def allowed_actions(self) -> frozenset[str]:
@@ -214,7 +214,7 @@ class DiscoverApp(NexusApp):
 
     def _switch_project(self, step: int) -> None:
         tabs = self.query_one("#projects", TabbedContent)
-        order = [OVERVIEW_TAB, *(f"tab-{index}" for index in range(len(self.directories)))]
+        order = [OVERVIEW_TAB, *(f"tab-{session.index}" for session in self.sessions)]
         target = order[(order.index(tabs.active or OVERVIEW_TAB) + step) % len(order)]
         tabs.active = target
         if target == OVERVIEW_TAB:

@@ -238,3 +238,34 @@ async def test_ssh_failures_are_clear_on_the_tab(
         await shown(pilot, lambda: expected in status_text(app))
         assert "disconnected since" in status_text(app)
         await asyncio.sleep(0)
+
+
+async def test_discover_and_ssh_together(
+    shared_ssh_server: SshServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, via: None
+) -> None:
+    """--discover's overview lists the remote project beside the discovered ones, and [ ] go
+    through every tab, the remote one included."""
+    from nexus_tui.discover_app import DiscoverApp
+
+    small_project(tmp_path / "root" / "here")
+    far = small_project(tmp_path / "far")
+    monkeypatch.setenv("NEXUS_SSH_COMMAND", shared_ssh_server.ssh_command)
+    app = DiscoverApp(
+        str(tmp_path / "root"),
+        remote=[parse_remote(f"{HOST}:{far}")],
+        remote_nexus=REMOTE_NEXUS,
+        watch=False,
+        tick=False,
+        rescan_seconds=0,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await shown(pilot, lambda: all(session.snapshot is not None for session in app.sessions))
+        await shown(
+            pilot, lambda: len(app.overview.summaries) == 2 and all(s.loaded for s in app.overview.summaries.values())
+        )
+        labels = [session.label for session in app.sessions]
+        assert labels == ["here", f"{HOST}:{far}"]
+        await pilot.press("]", "]")
+        assert app.pane.session.remote is not None and remote_pane_ready(app, "live")
+        await pilot.press("]")
+        assert app.selection().project is None or app.selection().project == app.sessions[0].directory
