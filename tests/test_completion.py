@@ -176,9 +176,10 @@ def test_the_source_scripts_are_printed_for_every_shell(tmp_path: Path) -> None:
 
 def test_nexus_tui_completes_its_options_and_directories(tmp_path: Path) -> None:
     offered = values("nexus-tui --", tmp_path, program="nexus_tui.cli")
-    assert {"--directory", "--poll", "--read-only", "--demo", "--version", "--help"} <= set(offered)
+    expected = {"--directory", "--poll", "--read-only", "--demo", "--version", "--help", "--ssh", "--remote-nexus"}
+    assert expected <= set(offered)
     assert complete("nexus-tui -d ", tmp_path, program="nexus_tui.cli").stdout.splitlines() == ["dir,"]
-    assert values("nexus-tui -d . --re", tmp_path, "zsh", program="nexus_tui.cli") == ["--read-only"]
+    assert values("nexus-tui -d . --rea", tmp_path, "zsh", program="nexus_tui.cli") == ["--read-only"]
 
 
 def test_launch_and_collect_offer_the_process_task_only_when_it_fits(tmp_path: Path) -> None:

@@ -493,12 +493,13 @@ def test_a_remote_verify_is_stopped_like_ctrl_c(host: SshHost, tmp_path: Path) -
     asked = threading.Event()
     stopper = threading.Timer(3.0, asked.set)
     stopper.start()
-    began = time.monotonic()
     saved = run_remote_action(host, project.dir, "verify", "r1", "a", None, should_stop=asked.is_set)
-    assert time.monotonic() - began < 120  # not the check's 600 s
     verification = saved["tasks"][0]["attempts"][-1]["verification"]
     assert verification["status"] == "ambiguous"
-    assert "Interrupted by the operator (SIGINT)" in (verification["checks"][0].get("error") or "")
+    # Stopped by the interrupt, not by its timeout (which would say "timed out" and SIGKILL).
+    error = verification["checks"][0].get("error") or ""
+    assert error.startswith("Interrupted by the operator (SIGINT): the check's process group"), error
+    assert verification["checks"][0].get("timedOut") is False
 
 
 def test_a_remote_launch_takes_its_input_through_the_stoppable_wrapper(host: SshHost, tmp_path: Path) -> None:
