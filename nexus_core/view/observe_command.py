@@ -315,7 +315,7 @@ class Observer:
             run_id = message["focus"]
             if run_id is None or isinstance(run_id, str):
                 self.scanners[index].focus = run_id
-                self.requests.ask(index, runs={run_id} if run_id else set())
+                self.requests.ask(index)  # the scanner reads the new focus run in full
         if message.get("rescan") is True:
             runs = message.get("runs") or []
             token = message.get("token")

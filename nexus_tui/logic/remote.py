@@ -384,7 +384,9 @@ class LinkStatus:
         """Why an action cannot run now (None when connected): what the gate says."""
         if self.state == "connected":
             return None
-        return f"{host} is {self.words(host)}" if self.state == "connecting" else f"{host}: {self.words(host)}"
+        if self.state == "connecting":
+            return f"not connected to {host} yet (connecting…)"
+        return f"{host}: {self.words(host)}"
 
 
 class RemoteLink:
