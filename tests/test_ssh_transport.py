@@ -513,3 +513,42 @@ def test_a_remote_launch_takes_its_input_through_the_stoppable_wrapper(host: Ssh
     saved = run_remote_action(host, project.dir, "launch", "r1", "p", {}, should_stop=lambda: False)
     receipt = saved["tasks"][0]["attempts"][-1]["process"]["receipt"]
     assert receipt["outcome"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            '{"type":"snapshot","project":0,"snapshot":{"directory":1}}',
+            "the remote sent a snapshot this dashboard cannot read",
+        ),
+        ('{"type":"snapshot","project":7,"snapshot":{}}', "a line for a project it was not asked for"),
+        ('{"type":"change","project":0,"runs":[],"snapshot":{}}', "cannot read"),
+    ],
+)
+def test_a_snapshot_line_that_does_not_fit_the_model_drops_the_connection(
+    shared_ssh_server: SshServer,
+    tmp_path: Path,
+    fast_reconnect: None,
+    monkeypatch: pytest.MonkeyPatch,
+    line: str,
+    expected: str,
+) -> None:
+    """A hello, then a line the dashboard cannot turn into a snapshot: refused in words, the
+    connection dropped and retried; no snapshot is shown from it."""
+    fake = fake_nexus(tmp_path, "bad-snapshot", HELLO_LINE + f"printf '%s\\n' '{line}'; sleep 60\n")
+    monkeypatch.setenv("NEXUS_SSH_COMMAND", shared_ssh_server.ssh_command)
+    changed: list[Any] = []
+    fleet = remote.RemoteFleet(changed.append)
+    link = fleet.add(parse_remote(f"{HOST}:/srv/p"), fake)
+    fleet.start()
+    try:
+        deadline = time.monotonic() + 60
+        while link.status.state != "lost" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert link.status.state == "lost"
+        assert expected in (link.status.reason or "")
+        assert link.snapshot is None
+        assert link.refusal() is not None and "disconnected since" in (link.refusal() or "")
+    finally:
+        fleet.close()

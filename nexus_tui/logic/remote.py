@@ -578,9 +578,8 @@ class RemoteHost:
     def _received(self, message: dict[str, Any]) -> None:
         index = message.get("project")
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.links):
-            raise protocol.ProtocolError(
-                f"a line for an unknown project: {protocol.preview(json.dumps(message).encode())}"
-            )
+            line = protocol.preview(json.dumps(message).encode())
+            raise protocol.ProtocolError(f"a line for a project it was not asked for: {line}")
         link = self.links[index]
         kind = message.get("type")
         if kind == "rescanned":
