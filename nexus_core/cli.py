@@ -74,6 +74,12 @@ SEPARATE_COMMANDS = {
         "Fire the due occurrences of the projects' schedules (foreground).",
         "[-d DIR ...]",
     ),
+    "attention": SeparateCommand(
+        "nexus_core.attention:attention_command",
+        "nexus_core.attention:attention_main",
+        "Everything that waits on a person, oldest first (exit 5 when something does).",
+        "[-d DIR ...] [--discover ROOT] [--watch [--exec CMD]]",
+    ),
 }
 
 
