@@ -110,14 +110,29 @@ def _task_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         tasks = [t for t in tasks if RUN_ID.match(t["id"])]
     action = ctx.info_name or ""
     checked = loadable and action in CHECKED_ACTIONS
+    awaiting = _awaiting(run, action) if checked else set()
     items = []
     for task in tasks:
         if not task["id"].startswith(incomplete):
             continue
         valid = checked and state_allows(action, run, task)
-        items.append((not valid, CompletionItem(task["id"], help=_task_state(task))))
-    # Valid tasks first, each group in plan order (sorted() is stable).
+        items.append(((not valid, task["id"] not in awaiting), CompletionItem(task["id"], help=_task_state(task))))
+    # Valid tasks first, those that need a person to take this very action before them, each
+    # group in plan order (sorted() is stable).
     return [item for _, item in sorted(items, key=lambda pair: pair[0])]
+
+
+def _awaiting(run: Record, action: str) -> set[str]:
+    """The tasks whose need's guided action is ``action`` (the classifier's, on the run file
+    alone: stale evidence, which needs hashing, is not looked for)."""
+    from .needs import stand_run
+    from .timeutil import now_ms
+
+    try:
+        standings = stand_run(run, {}, now_ms())  # type: ignore[arg-type]
+    except Exception:  # a shape the core would refuse: no order beyond validity
+        return set()
+    return {task_id for task_id, standing in standings.items() if standing.action == action}
 
 
 def _files(_ctx: click.Context, incomplete: str) -> list[CompletionItem]:

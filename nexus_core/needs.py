@@ -16,8 +16,9 @@ liveness of a recorded owner pid on this host (``hostinfo``), as inspect itself 
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -421,7 +422,9 @@ def command_for(
     return f"nexus inspect{where}"
 
 
-def need_id(kind: str, project: str, run: str | None, task: str | None, fact: object) -> str:
+@functools.lru_cache(maxsize=65536)
+def need_id(kind: str, project: str, run: str | None, task: str | None, fact: Hashable) -> str:
+    """A need's stable id (a live dashboard asks again each second: cached)."""
     key = "\x1f".join((kind, project, run or "", task or "", str(fact)))
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
@@ -432,7 +435,7 @@ def make_need(
     run: str | None,
     task: str | None,
     since: str | None,
-    fact: object,
+    fact: Hashable,
     action: str | None = None,
     text: str | None = None,
     attempt: str | None = None,
@@ -460,7 +463,7 @@ def _first_time(*values: object) -> str | None:
 
 def _since_and_fact(
     kind: str, run: Run, task: Task, attempt: Attempt | None, extra: object
-) -> tuple[str | None, object]:
+) -> tuple[str | None, Hashable]:
     """When the need began as far as the state says, and the fact that identifies it."""
     if attempt is None:
         if kind == DEPENDENCY_STALE:
@@ -471,7 +474,7 @@ def _since_and_fact(
     process: JsonObject = stored if isinstance(stored, dict) else {}
     cancellation = attempt.get("cancellation") or {}
     at_rest = _first_time(attempt.get("endedAt"), attempt.get("observedAt"), attempt.get("startedAt"))
-    by_kind: dict[str, tuple[str | None, object]] = {
+    by_kind: dict[str, tuple[str | None, Hashable]] = {
         VERIFIER_GONE: (_first_time(verification.get("startedAt"), at_rest), verification.get("id")),
         SUPERVISOR_GONE: (_first_time(process.get("heartbeatAt"), attempt.get("startedAt")), attempt["id"]),
         RECEIPT: (
