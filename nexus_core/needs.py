@@ -285,7 +285,9 @@ def _at_rest(
         return Standing("verification-ambiguous", OPERATOR, detail, VERIFICATION_AMBIGUOUS, "reconcile")
     if resources_changed:
         return Standing("stale-evidence", OPERATOR, stale_reason, RESOURCE_CHANGED)
-    if stale_reason:
+    if stale_reason and execution == "completed":
+        # A passed verification whose evidence changed: once reconciled failed or cancelled, it is
+        # no longer a claim, and the attempt stands as any ended one (a retry is the decision).
         return Standing("stale-evidence", OPERATOR, stale_reason, EVIDENCE_STALE, "reconcile")
     if execution == "completed" and verification == "pending":
         if attempt.get("verificationRounds", 0) >= budget:
