@@ -104,10 +104,8 @@ def alive(pid: int) -> bool:
 def test_killed_launch_reconciled_verified_accepted(tmp_path: Path) -> None:
     root = make_project(tmp_path, [process_task_plan("p")])
     (root / "hold-worker").write_text("")
-    supervisor = subprocess.Popen(
-        [sys.executable, "-c", f"from nexus_core import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})"],
-        start_new_session=True,
-    )
+    launch = f"from nexus_core import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})"
+    supervisor = subprocess.Popen([sys.executable, "-c", launch], start_new_session=True)
     try:
         child = wait_for(lambda: (latest(root, "p").get("process") or {}).get("childPid") if _started(root) else None)
         assert advice(root, "p") == (None, None, observe.HINT_ACTIVE)  # alive and beating: nothing to do
