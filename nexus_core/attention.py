@@ -456,19 +456,24 @@ def _watch(projects: Projects, command: str | None, timeout: float, force_pollin
             _fail("--exec needs a command.", False)
         executor = Executor(argv, timeout, log)
 
+    terminated = False
+
     def on_term(_number: int, _frame: FrameType | None) -> None:
-        raise SystemExit(EXIT_TERMINATED)
+        # Raised as an interrupt: watchfiles turns whatever a signal handler raises while it
+        # waits into KeyboardInterrupt, so the flag says which signal it was.
+        nonlocal terminated
+        terminated = True
+        raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
         watch(projects, _out, log, executor, force_polling)
     except KeyboardInterrupt:
+        if terminated:
+            _err("nexus attention: terminated (SIGTERM); nothing was changed.\n")
+            raise SystemExit(EXIT_TERMINATED) from None
         _err("nexus attention: interrupted; nothing was changed.\n")
         raise SystemExit(EXIT_INTERRUPTED) from None
-    except SystemExit as stop:
-        if stop.code == EXIT_TERMINATED:
-            _err("nexus attention: terminated (SIGTERM); nothing was changed.\n")
-        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
         if executor is not None:
