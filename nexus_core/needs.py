@@ -276,7 +276,10 @@ def _at_rest(
         detail = "cancellation requested; reconcile the attempt"
         return Standing("cancellation-requested", OPERATOR, detail, CANCEL_REQUESTED, "reconcile")
     if execution == "blocked":
-        return Standing("blocked", OPERATOR, attempt.get("blockedRequest"), BLOCKED, "record")
+        # A host worker records its outcome once unblocked; a process attempt's blocked receipt
+        # is final (its process ended): reconcile it, then launch again.
+        host = (attempt.get("backend") or {}).get("kind") != "process"
+        return Standing("blocked", OPERATOR, attempt.get("blockedRequest"), BLOCKED, "record" if host else "reconcile")
     if execution == "ambiguous":
         detail = "the execution outcome is ambiguous; reconcile the attempt"
         return Standing("ambiguous", OPERATOR, detail, EXECUTION_AMBIGUOUS, "reconcile")

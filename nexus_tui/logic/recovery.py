@@ -743,6 +743,18 @@ def _overdue(facts: _TaskFacts) -> list[Situation]:
 
 
 def _blocked(facts: _TaskFacts) -> list[Situation]:
+    if facts.process is not None:
+        return [
+            facts.situation(
+                "attempt-blocked",
+                f"{facts.task_id}: the supervised process reported it is blocked",
+                [facts.known_attempt, f"Blocked request: {facts.attempt.get('blockedRequest')}"],
+                ["What does the worker need? No approval is inferred by Nexus."],
+                "Resolve the request outside Nexus; the process has ended, so reconcile this attempt, then "
+                "launch a new one.",
+                then=["launch"],
+            )
+        ]
     return [
         facts.situation(
             "attempt-blocked",
