@@ -265,3 +265,36 @@ def test_watch_stops_cleanly(tmp_path: Path, signal_number: int, code: int) -> N
     assert watcher.process.returncode == code
     assert "Traceback" not in err and err.startswith("nexus attention: ")
     assert os.path.exists(root)
+
+
+def test_a_failed_scheduled_recheck_is_a_need_until_the_next_one_fires(tmp_path: Path) -> None:
+    from schedule_kit import ScheduledProject, finished_events, stop_scheduler
+    from supervise_kit import task_def, until
+
+    project = ScheduledProject(tmp_path)
+    project.create(task_def("a"))
+    schedule = project.add("--every", "24h")
+    state = project.root / ".bmad-plus/nexus/runs/demo.json"
+    good = state.read_bytes()
+    log = tmp_path / "events.jsonl"
+    runner = project.scheduler(log)
+    try:
+        state.write_bytes(good[:60])  # the occurrence finds the run unreadable: it fails
+        project.schedule("run", schedule["id"])
+        until(lambda: finished_events(log), what="the failed occurrence")
+        needs = json.loads(attention("-d", str(project.root), "--json").stdout)["needs"]
+        failed = next(n for n in needs if n["kind"] == "schedule-failed")
+        assert {n["kind"] for n in needs} == {"schedule-failed", "run-unreadable"}
+        assert (failed["run"], failed["task"], failed["action"]) == ("demo", None, None)
+        assert failed["command"] == f"nexus schedule runs {schedule['id']} -d {project.root}"
+        assert failed["since"] == project.runs(schedule["id"])[0]["finishedAt"]
+        state.write_bytes(good)  # restored: the run reads again, the failed re-check stays a need
+        assert [n["kind"] for n in json.loads(attention("-d", str(project.root), "--json").stdout)["needs"]] == [
+            "schedule-failed"
+        ]
+        project.schedule("run", schedule["id"])
+        until(lambda: len(finished_events(log)) == 2, what="the next occurrence")
+    finally:
+        stop_scheduler(runner)
+    assert [o["status"] for o in project.runs(schedule["id"])] == ["failed", "fired"]
+    assert attention("-d", str(project.root)).returncode == 0
