@@ -296,6 +296,11 @@ def effective_keys(entry: ActionSpec, keymap: Mapping[str, str]) -> str:
     return normalize_keys(keymap[entry.id]) if entry.id in keymap else entry.keys
 
 
+def keys_by_id(keymap: Mapping[str, str]) -> dict[str, str]:
+    """Each entry's effective keys as the operator reads them ("v", "?"), by id."""
+    return {entry.id: key_label(effective_keys(entry, keymap)) for entry in REGISTRY}
+
+
 def keymap_clash(keymap: Mapping[str, str]) -> tuple[str, str, str] | None:
     """The first clash the overrides make, as (binding id, key, what already has it, in words),
     or None:

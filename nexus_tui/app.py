@@ -344,9 +344,7 @@ class NexusApp(App[None]):
     def action_inbox(self) -> None:
         if isinstance(self.screen, InboxScreen):
             return
-        keys = {
-            entry.id: actions.key_label(actions.effective_keys(entry, self.settings.keys)) for entry in actions.REGISTRY
-        }
+        keys = actions.keys_by_id(self.settings.keys)
         self.push_screen(InboxScreen(self.inbox_entries(), now_ms(), keys), callback=self.go_to_need)
 
     def action_oldest_need(self) -> None:

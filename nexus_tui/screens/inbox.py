@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from nexus_core.needs import Need
 from nexus_core.timeutil import age_text
 
+from .. import actions
 from ..logic.operations import OPERATIONS
 from ..widgets.render import plain, themed
 from .base import NexusDialog
@@ -45,9 +46,9 @@ def entry_prompt(entry: Entry, now: int, keys: dict[str, str]) -> Text:
         if part:
             text.append(" › ", style="dim")
             text.append(plain(part, one_line=True))
-    text.append("\n        ")
+    text.append("\n   ")  # what, and what to do: indented under the age, fits 80 columns
     text.append(plain(need.words, one_line=True))
-    text.append("  → ", style="dim")
+    text.append(" → ", style="dim")
     text.append(plain(todo_words(need, keys), themed("$primary-lighten-2"), one_line=True))
     return text
 
@@ -65,7 +66,7 @@ class InboxScreen(NexusDialog[Entry | None]):
         super().__init__(classes="listing")
         self.entries = entries
         self.now = now
-        self.keys = keys or {}
+        self.keys = keys if keys is not None else actions.keys_by_id({})
         self.chosen: Entry | None = None
 
     def compose(self) -> ComposeResult:
