@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -479,29 +479,35 @@ def _since_and_fact(
     process: JsonObject = stored if isinstance(stored, dict) else {}
     cancellation = attempt.get("cancellation") or {}
     at_rest = _first_time(attempt.get("endedAt"), attempt.get("observedAt"), attempt.get("startedAt"))
-    by_kind: dict[str, tuple[str | None, Hashable]] = {
-        VERIFIER_GONE: (_first_time(verification.get("startedAt"), at_rest), verification.get("id")),
-        SUPERVISOR_GONE: (_first_time(process.get("heartbeatAt"), attempt.get("startedAt")), attempt["id"]),
-        RECEIPT: (
+    by_kind: dict[str, Callable[[], tuple[str | None, Hashable]]] = {  # only the asked one is computed
+        VERIFIER_GONE: lambda: (_first_time(verification.get("startedAt"), at_rest), verification.get("id")),
+        SUPERVISOR_GONE: lambda: (_first_time(process.get("heartbeatAt"), attempt.get("startedAt")), attempt["id"]),
+        RECEIPT: lambda: (
             _first_time((process.get("receipt") or {}).get("endedAt"), process.get("heartbeatAt"), at_rest),
             process.get("receiptHash") or attempt["id"],
         ),
-        OVERDUE: (_first_time(attempt.get("deadline")), attempt.get("deadline")),
-        CANCEL_REQUESTED: (_first_time(cancellation.get("requestedAt"), at_rest), cancellation.get("requestedAt")),
-        BLOCKED: (at_rest, attempt.get("observedAt")),
-        EXECUTION_AMBIGUOUS: (at_rest, attempt.get("observedAt")),
-        VERIFICATION_AMBIGUOUS: (
+        OVERDUE: lambda: (_first_time(attempt.get("deadline")), attempt.get("deadline")),
+        CANCEL_REQUESTED: lambda: (
+            _first_time(cancellation.get("requestedAt"), at_rest),
+            cancellation.get("requestedAt"),
+        ),
+        BLOCKED: lambda: (at_rest, attempt.get("observedAt")),
+        EXECUTION_AMBIGUOUS: lambda: (at_rest, attempt.get("observedAt")),
+        VERIFICATION_AMBIGUOUS: lambda: (
             _first_time(verification.get("endedAt"), verification.get("startedAt"), at_rest),
             verification.get("id"),
         ),
-        EVIDENCE_STALE: (_first_time(verification.get("endedAt"), at_rest), verification.get("id")),
-        ACCEPTED_STALE: (_first_time(task.get("acceptedAt"), at_rest), task.get("acceptedAt")),
-        RESOURCE_CHANGED: (_first_time(run.get("createdAt")), run.get("planHash")),
-        VERIFICATION_LIMIT: (_first_time(verification.get("endedAt"), at_rest), attempt.get("verificationRounds")),
-        ATTEMPT_FAILED: (_first_time(verification.get("endedAt"), at_rest), verification.get("id")),
-        BUDGET_SPENT: (_first_time(verification.get("endedAt"), at_rest), verification.get("id")),
+        EVIDENCE_STALE: lambda: (_first_time(verification.get("endedAt"), at_rest), verification.get("id")),
+        ACCEPTED_STALE: lambda: (_first_time(task.get("acceptedAt"), at_rest), task.get("acceptedAt")),
+        RESOURCE_CHANGED: lambda: (_first_time(run.get("createdAt")), run.get("planHash")),
+        VERIFICATION_LIMIT: lambda: (
+            _first_time(verification.get("endedAt"), at_rest),
+            attempt.get("verificationRounds"),
+        ),
+        ATTEMPT_FAILED: lambda: (_first_time(verification.get("endedAt"), at_rest), verification.get("id")),
+        BUDGET_SPENT: lambda: (_first_time(verification.get("endedAt"), at_rest), verification.get("id")),
     }
-    since, fact = by_kind.get(kind, (at_rest, None))
+    since, fact = by_kind[kind]() if kind in by_kind else (at_rest, None)
     return since, (attempt["id"], fact)
 
 

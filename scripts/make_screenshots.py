@@ -1,6 +1,8 @@
 """Make screenshots/*.svg: the dashboard on the demo project, headless, frozen clock, fixed size.
 
-    python scripts/make_screenshots.py [OUTPUT_DIR]
+    python scripts/make_screenshots.py [OUTPUT_DIR] [NAME ...]
+
+With NAMEs, only those views (e.g. ``inbox``) are made.
 
 The demo is built by the real core (nexus_tui.logic.demo) at a fixed start time with a fixed seed;
 the app then runs with its clock frozen one minute after the build, no file watcher and no
@@ -24,11 +26,13 @@ from nexus_core import timeutil
 from nexus_tui.app import NexusApp
 from nexus_tui.logic.demo import FIXED_START, build_demo
 from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.screens.inbox import InboxScreen
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (170, 48)
 SMALL = (80, 24)  # the small-terminal view: the compact forms (detail below, compact columns)
+SIZES = {"small-terminal": SMALL, "inbox": (120, 36)}  # the views not made at SIZE
 SEED = 2026
 
 
@@ -133,6 +137,10 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         await select(pilot, "release", "perf-notes")
         await open_dialog(pilot, "v")
 
+    async def inbox(pilot: Pilot[None]) -> None:
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(pilot.app.screen, InboxScreen))
+
     async def action_log(pilot: Pilot[None]) -> None:
         """Acts for real (last view: it changes the demo): recover the dead lock, then verify
         perf-notes; the action log panel lists both calls."""
@@ -164,6 +172,7 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         "dialog-recover-lock": recover_lock,
         "dialog-reconcile": reconcile,
         "dialog-verify": verify,
+        "inbox": inbox,
         "action-log": action_log,  # last: it acts on the demo
     }
 
@@ -179,7 +188,7 @@ async def shoot(
         tick=False,
         display_path=lambda p: p.replace(os.path.dirname(directory), "~"),
     )
-    async with app.run_test(size=SMALL if name == "small-terminal" else SIZE) as pilot:
+    async with app.run_test(size=SIZES.get(name, SIZE)) as pilot:
         await asyncio.wait_for(app.loaded.wait(), 30)
         await pilot.pause()
         await action(pilot)
@@ -189,6 +198,7 @@ async def shoot(
 
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "screenshots")
+    only = set(sys.argv[2:])
     out.mkdir(parents=True, exist_ok=True)
     # A private, unpredictable parent (mkdtemp: 0700, fresh name): never a fixed name in a shared /tmp.
     parent = tempfile.mkdtemp(prefix="nexus-screenshots-")
@@ -199,6 +209,8 @@ def main() -> int:
         frozen = info.finished_at + 60
         try:
             for name, action in views().items():
+                if only and name not in only:
+                    continue
                 if name == "process-task" and not info.process_task:
                     print("skipped process-task: this core cannot launch yet")
                     continue
