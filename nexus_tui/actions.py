@@ -139,11 +139,13 @@ REGISTRY: list[ActionSpec] = [
         "The project's schedules (nexus schedule): pause, resume, run now, delete.",
         footer=False,
     ),
+    ActionSpec("change_theme", "t", "Theme", "Pick a colour theme.", footer=False),
+    ActionSpec("quit", "q", "Quit", "Leave the dashboard (nothing is written).", priority=False),
     ActionSpec(
         "inbox",
         "i",
         "Inbox",
-        "Everything that needs a person, in every project, oldest first; Enter goes to it and opens what to do.",
+        "What needs a person, in every project, oldest first; Enter goes there and opens what to do.",
     ),
     ActionSpec(
         "oldest_need",
@@ -152,8 +154,6 @@ REGISTRY: list[ActionSpec] = [
         "Go to the oldest need (its project, run and task) and open its guided action.",
         footer=False,
     ),
-    ActionSpec("change_theme", "t", "Theme", "Pick a colour theme.", footer=False),
-    ActionSpec("quit", "q", "Quit", "Leave the dashboard (nothing is written).", priority=False),
 ]
 
 
