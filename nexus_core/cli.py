@@ -80,6 +80,12 @@ SEPARATE_COMMANDS = {
         "Everything that waits on a person, oldest first (exit 5 when something does).",
         "[-d DIR ...] [--discover ROOT] [--watch [--exec CMD]]",
     ),
+    "report": SeparateCommand(
+        "nexus_core.report.command:report_command",
+        "nexus_core.report.command:report_main",
+        "A run's report: markdown (PR comment, CI summary), junit (CI test report) or html (read-only).",
+        "RUN --format markdown|junit|html [-o FILE]",
+    ),
 }
 
 
@@ -221,7 +227,8 @@ def _command() -> Any:
         "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
         "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]\n"
         "  nexus schedule add|list|show|runs|pause|resume|delete|run ... [--json] [-d DIR]\n"
-        "  nexus scheduler [-d DIR ...] [--event-log FILE]",
+        "  nexus scheduler [-d DIR ...] [--event-log FILE]\n"
+        "  nexus report RUN [--format markdown|junit|html] [-o FILE] [-d DIR]",
     )
     @click.argument("action")
     @click.argument("run", required=False)

@@ -28,6 +28,7 @@ from .logic.selection import Selection
 Unavailable = Callable[[Selection], str | None]  # why the selection does not allow it, or None
 MAIN = "main"
 SCHEDULES = "schedules"  # the schedules panel (w): screens/schedules.py
+TIMELINE = "timeline"  # a run's timeline (t): screens/timeline.py
 READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
 
 
@@ -139,7 +140,15 @@ REGISTRY: list[ActionSpec] = [
         "The project's schedules (nexus schedule): pause, resume, run now, delete.",
         footer=False,
     ),
-    ActionSpec("change_theme", "t", "Theme", "Pick a colour theme.", footer=False),
+    ActionSpec(
+        "timeline",
+        "t",
+        "Timeline",
+        "The selected run's timeline: each attempt a bar, verification, cancellation, acceptance, deadline, stale.",
+        footer=False,
+        unavailable=_no_run,
+    ),
+    ActionSpec("change_theme", "T", "Theme", "Pick a colour theme.", footer=False),
     ActionSpec("quit", "q", "Quit", "Leave the dashboard (nothing is written).", priority=False),
     ActionSpec(
         "inbox",
@@ -220,6 +229,26 @@ REGISTRY += [
         screen=SCHEDULES,
     )
     for action in SCHEDULE_ACTIONS.values()
+]
+
+
+# The timeline's own keys (screens/timeline.py), bound on that screen only; views, never a change.
+_TIMELINE = "Timeline (t)"
+REGISTRY += [
+    ActionSpec(f"timeline_{name}", keys, label, words, footer=footer, group=_TIMELINE, screen=TIMELINE)
+    for name, keys, label, words, footer in (
+        ("lane_up", "up,k", "Task up", "Select the task above (its latest attempt).", False),
+        ("lane_down", "down,j", "Task down", "Select the task below (its latest attempt).", False),
+        ("previous_attempt", "left,h", "Prev attempt", "Select the task's previous attempt.", False),
+        ("next_attempt", "right,l", "Next attempt", "Select the task's next attempt.", False),
+        ("zoom_in", "plus,equals_sign", "Zoom in", "Show less time, in more detail.", True),
+        ("zoom_out", "minus", "Zoom out", "Show more time.", True),
+        ("earlier", "shift+left,less_than_sign", "Earlier", "Pan back in time by a quarter of the width.", True),
+        ("later", "shift+right,greater_than_sign", "Later", "Pan forward in time by a quarter of the width.", True),
+        ("now", "n,end", "Now", "Jump to now (the growing bars' end).", True),
+        ("fit", "f,0", "Fit", "Zoom to show the whole run.", True),
+        ("close", "escape,t,q", "Close", "Back to the dashboard.", True),
+    )
 ]
 
 

@@ -169,11 +169,13 @@ class NexusApp(App[None]):
         self.panes[0].runs.focus()
 
     def _theme_changed(self, theme: Theme) -> None:
-        """The theme picker (t): every state colour comes from the theme, so redraw them all."""
+        """The theme picker (T): every state colour comes from the theme, so redraw them all."""
         render.use_theme_variables(self.get_css_variables())
         now = now_ms()
         for pane in self.panes:
             pane.restyle(now)
+        for screen in self._timelines():
+            screen.restyle()
 
     def on_unmount(self) -> None:
         if self.demo is not None:
@@ -271,6 +273,8 @@ class NexusApp(App[None]):
             return
         session.pending = None
         pane.apply(message.snapshot, now_ms())
+        for screen in self._timelines(session):
+            screen.follow(now_ms())
         self.scans_applied += 1
         session.loaded = True
         self.needs_changed(session)
@@ -558,16 +562,15 @@ class NexusApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        from .screens.schedules import SchedulesScreen
-
-        panel = screen if isinstance(screen, SchedulesScreen) else None
+        # A panel (the schedules, a timeline) names its registry screen: its actions run on it.
+        panel_name = getattr(screen, "REGISTRY_SCREEN", None)
         for entry in actions.REGISTRY:
             if not entry.palette or entry.id in ("quit", "change_theme", "help"):
                 continue
-            if entry.screen == actions.SCHEDULES:
+            if entry.screen != actions.MAIN:
                 # A panel's action runs on the panel, and only while it is open.
-                if panel is not None:
-                    yield _command(self, entry, panel.refusal(entry), panel)
+                if entry.screen == panel_name:
+                    yield _command(self, entry, screen.refusal(entry), screen)  # type: ignore[attr-defined]
                 continue
             yield _command(self, entry, self.refusal_of(entry.id))
 
@@ -575,6 +578,23 @@ class NexusApp(App[None]):
         from .screens.schedules import SchedulesScreen
 
         self.push_screen(SchedulesScreen(self.pane.session.directory, self.pane.session.label, self.read_only))
+
+    def action_timeline(self) -> None:
+        from .screens.timeline import TimelineScreen
+
+        selection = self.selection()
+        if selection.run_id is not None:
+            self.push_screen(TimelineScreen(self.pane.session, selection.run_id, selection.task_id, tick=self.tick))
+
+    def _timelines(self, session: ProjectSession | None = None) -> list[Any]:
+        """The open timeline screens (of ``session``): they follow its scans and the theme."""
+        from .screens.timeline import TimelineScreen
+
+        return [
+            screen
+            for screen in self.screen_stack
+            if isinstance(screen, TimelineScreen) and (session is None or screen.session is session)
+        ]
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -1,8 +1,6 @@
 """Make screenshots/*.svg: the dashboard on the demo project, headless, frozen clock, fixed size.
 
-    python scripts/make_screenshots.py [OUTPUT_DIR] [NAME ...]
-
-With NAMEs, only those views (e.g. ``inbox``) are made.
+    python scripts/make_screenshots.py [OUTPUT_DIR] [--only NAME ...]
 
 The demo is built by the real core (nexus_tui.logic.demo) at a fixed start time with a fixed seed;
 the app then runs with its clock frozen one minute after the build, no file watcher and no
@@ -32,7 +30,7 @@ from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (170, 48)
 SMALL = (80, 24)  # the small-terminal view: the compact forms (detail below, compact columns)
-SIZES = {"small-terminal": SMALL, "inbox": (120, 36)}  # the views not made at SIZE
+SIZES = {"small-terminal": SMALL, "timeline": (120, 36), "inbox": (120, 36)}  # the views not made at SIZE
 SEED = 2026
 
 
@@ -141,6 +139,13 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         await pilot.press("i")
         await until(pilot, lambda: isinstance(pilot.app.screen, InboxScreen))
 
+    async def timeline(pilot: Pilot[None]) -> None:
+        from nexus_tui.screens.timeline import TimelineScreen
+
+        await select(pilot, "release", "migrate")
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(pilot.app.screen, TimelineScreen) and pilot.app.screen.updates > 0)
+
     async def action_log(pilot: Pilot[None]) -> None:
         """Acts for real (last view: it changes the demo): recover the dead lock, then verify
         perf-notes; the action log panel lists both calls."""
@@ -173,6 +178,7 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         "dialog-reconcile": reconcile,
         "dialog-verify": verify,
         "inbox": inbox,
+        "timeline": timeline,
         "action-log": action_log,  # last: it acts on the demo
     }
 
@@ -197,8 +203,10 @@ async def shoot(
 
 
 def main() -> int:
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "screenshots")
-    only = set(sys.argv[2:])
+    words = sys.argv[1:]
+    only = set(words[words.index("--only") + 1 :]) if "--only" in words else None
+    words = words[: words.index("--only")] if "--only" in words else words
+    out = Path(words[0] if words else Path(__file__).resolve().parent.parent / "screenshots")
     out.mkdir(parents=True, exist_ok=True)
     # A private, unpredictable parent (mkdtemp: 0700, fresh name): never a fixed name in a shared /tmp.
     parent = tempfile.mkdtemp(prefix="nexus-screenshots-")
@@ -209,7 +217,7 @@ def main() -> int:
         frozen = info.finished_at + 60
         try:
             for name, action in views().items():
-                if only and name not in only:
+                if only is not None and name not in only:
                     continue
                 if name == "process-task" and not info.process_task:
                     print("skipped process-task: this core cannot launch yet")

@@ -653,8 +653,8 @@ USAGE = (
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
     # then ours: the forms the reference's line does not name
     " Also: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
-    " nexus schedule add|list|show|runs|pause|resume|delete|run, nexus scheduler [-d DIR ...]"
-    " (nexus --help shows every option)."
+    " nexus schedule add|list|show|runs|pause|resume|delete|run, nexus scheduler [-d DIR ...],"
+    " nexus report RUN --format markdown|junit|html [-o FILE] (nexus --help shows every option)."
 )
 
 

@@ -66,7 +66,7 @@ def test_actions_and_separate_commands_are_offered(project: Project, shell: str)
     for name in ("create", "inspect", "recover-lock", "start", "verify", "accept", "collect", "wait", "loop"):
         assert name in offered
     assert values("nexus ins", project.root, shell) == ["inspect"]
-    assert values("nexus re", project.root, shell) == ["recover-lock", "record", "reconcile", "retry"]
+    assert values("nexus re", project.root, shell) == ["recover-lock", "record", "reconcile", "retry", "report"]
 
 
 def test_zsh_and_fish_show_each_actions_help(project: Project) -> None:

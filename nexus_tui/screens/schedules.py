@@ -83,6 +83,7 @@ class SchedulesScreen(ModalScreen[None]):
     """The schedules of one project; refreshed every ``REFRESH_SECONDS`` while open."""
 
     # Its actions' keys, labels and gate come from the registry (actions.SCHEDULES entries).
+    REGISTRY_SCREEN = actions.SCHEDULES
     BINDINGS: ClassVar[list[Any]] = [
         Binding("escape,w,q", "dismiss_panel", "Close"),
         *actions.bindings(screen=actions.SCHEDULES),

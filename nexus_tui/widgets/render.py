@@ -24,7 +24,7 @@ from nexus_core.words import json_word
 from ..logic.model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow
 
 # Colours are theme variables ("$success", "$error", ...): themed() resolves them with the
-# variables of the app's current theme, so the theme picker (t) recolours every state.
+# variables of the app's current theme, so the theme picker (T) recolours every state.
 _PALETTE: dict[str, str] = BUILTIN_THEMES["textual-dark"].to_color_system().generate()
 
 
