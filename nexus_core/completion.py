@@ -149,6 +149,8 @@ COMPLETERS: dict[str, Completer] = {
     "task": _task_ids,
     "task_id": _task_ids,
     "directory": _directories,
+    "directories": _directories,  # nexus attention -d (repeatable)
+    "discover": _directories,
     "plan": _files,
     "input_file": _files,
     "event_log": _files,
