@@ -74,17 +74,17 @@ SEPARATE_COMMANDS = {
         "Fire the due occurrences of the projects' schedules (foreground).",
         "[-d DIR ...]",
     ),
-    "attention": SeparateCommand(
-        "nexus_core.attention:attention_command",
-        "nexus_core.attention:attention_main",
-        "Everything that waits on a person, oldest first (exit 5 when something does).",
-        "[-d DIR ...] [--discover ROOT] [--watch [--exec CMD]]",
-    ),
     "report": SeparateCommand(
         "nexus_core.report.command:report_command",
         "nexus_core.report.command:report_main",
         "A run's report: markdown (PR comment, CI summary), junit (CI test report) or html (read-only).",
         "RUN --format markdown|junit|html [-o FILE]",
+    ),
+    "attention": SeparateCommand(
+        "nexus_core.attention:attention_command",
+        "nexus_core.attention:attention_main",
+        "Everything that waits on a person, oldest first (exit 5 when something does).",
+        "[-d DIR ...] [--discover ROOT] [--watch [--exec CMD]]",
     ),
 }
 
