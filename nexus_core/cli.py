@@ -7,10 +7,11 @@ import gc
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
-from . import canonical
-from .errors import NexusError
+from . import actions, canonical, output, refusal
+from .errors import NexusError, hint_of
+from .state_dirs import UnsafeDirectory
 
 
 def terminal_safe(value: object, *, one_line: bool = False) -> str:
@@ -21,99 +22,52 @@ def terminal_safe(value: object, *, one_line: bool = False) -> str:
     return safe(value, one_line=one_line)
 
 
-# The per-task actions (RUN TASK); nexus_core.actions.MUTATIONS holds what each one calls.
-PER_TASK_ACTIONS = ("start", "launch", "collect", "record", "reconcile", "verify", "retry", "cancel", "accept")
-# The action grammar's vocabulary, with the one-line help that completion shows (zsh, fish).
-ACTIONS = {
-    "create": "Create a run from a JSON task plan (--plan).",
-    "inspect": "Show the runs inventory or one run's state and observations.",
-    "recover-lock": "Recover a dead writer lock (--input).",
-    "start": "Start a host-owned attempt.",
-    "launch": "Launch and supervise the task's planned process.",
-    "collect": "Collect a finished process attempt's receipt.",
-    "record": "Record a host worker's outcome.",
-    "reconcile": "Reconcile an ambiguous or stopped attempt.",
-    "verify": "Run the task's verification checks on current artifacts.",
-    "retry": "Retry a failed or cancelled host attempt.",
-    "cancel": "Request cancellation of the current attempt.",
-    "accept": "Accept verified and current work.",
-}
-
-
-class SeparateCommand(NamedTuple):
-    command: str  # "module:attribute" of its click command (completion reads its options)
-    runner: str  # "module:attribute" of the function that runs it, given the words from its name on
-    summary: str  # one line, for completion
-    synopsis: str  # its required words, for the usage hint
-
-
-# Commands beside the action grammar, each a click command with its own options. main() runs
-# them; completion and the usage hint read them from here: a new one is one entry.
-SEPARATE_COMMANDS = {
-    "wait": SeparateCommand(
-        "nexus_core.supervise.command:wait_command",
-        "nexus_core.supervise:supervise_main",
-        "Block until a run settles (JSON events on stdout).",
-        "RUN",
-    ),
-    "loop": SeparateCommand(
-        "nexus_core.supervise.command:loop_command",
-        "nexus_core.supervise:supervise_main",
-        "Inspect a run on an interval; optionally verify.",
-        "RUN --every INTERVAL",
-    ),
-    "schedule": SeparateCommand(
-        "nexus_core.schedule.command:schedule_group",
-        "nexus_core.schedule.command:schedule_main",
-        "Durable scheduled re-checks: add, list, show, runs, pause, resume, delete, run.",
-        "add|list|show|runs|pause|resume|delete|run",
-    ),
-    "scheduler": SeparateCommand(
-        "nexus_core.schedule.command:scheduler_command",
-        "nexus_core.schedule.command:schedule_main",
-        "Fire the due occurrences of the projects' schedules (foreground).",
-        "[-d DIR ...]",
-    ),
-    "report": SeparateCommand(
-        "nexus_core.report.command:report_command",
-        "nexus_core.report.command:report_main",
-        "A run's report: markdown (PR comment, CI summary), junit (CI test report) or html (read-only).",
-        "RUN --format markdown|junit|html [-o FILE]",
-    ),
-    "attention": SeparateCommand(
-        "nexus_core.attention:attention_command",
-        "nexus_core.attention:attention_main",
-        "Everything that waits on a person, oldest first (exit 5 when something does).",
-        "[-d DIR ...] [--discover ROOT] [--watch [--exec CMD]]",
-    ),
-}
-
-
-def load(target: str) -> Any:
-    """The object a "module:attribute" target names (imported on first use: start-up time)."""
-    import importlib
-
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
-
-
 USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
-)
-# After the reference's line: the forms it does not name.
-USAGE_MORE = (
-    " Also: nexus recover-lock --input FILE, "
-    + ", ".join(f"nexus {name} {command.synopsis}" for name, command in SEPARATE_COMMANDS.items())
-    + " (nexus --help shows every option)."
-)
+)  # the reference's refusal of a malformed call (SPEC 8.3), word for word
 COMPLETE_VAR = "_NEXUS_COMPLETE"  # click's shell completion protocol (``_NEXUS_COMPLETE=bash_source nexus``)
 CLOSING = "Use inspect --json for recorded evidence and reconciliation observations."
+DESCRIPTION = "Launch or coordinate attempts, recover interrupted work and verify current artifacts."
+HELP_WIDTH = 100  # a longer synopsis line continues below, its options indented
 
 
-def _write(stream: Any, text: str) -> None:
-    stream.buffer.write(text.encode("utf-8", "replace"))
-    stream.buffer.flush()
+def synopsis_lines() -> list[str]:
+    """One line per form of the command, from the vocabulary: consecutive entries with the
+    same usage share a line (``nexus start|launch|... RUN TASK ...``). The help and the README's
+    tour show these."""
+    lines: list[tuple[list[str], str]] = []
+    for name, command in actions.COMMANDS.items():
+        if lines and lines[-1][1] == command.usage:
+            lines[-1][0].append(name)
+        else:
+            lines.append(([name], command.usage))
+    return [f"nexus {'|'.join(names)} {usage}" for names, usage in lines]
+
+
+def help_text() -> str:
+    """``nexus --help``'s text above the options."""
+    lines = []
+    for line in synopsis_lines():
+        head, _, options = line.partition(" [")
+        lines += [f"  {line}"] if len(line) <= HELP_WIDTH or not options else [f"  {head}", f"        [{options}"]
+    return DESCRIPTION + "\n\n\b\n" + "\n".join(lines)
+
+
+def usage_hint() -> str:
+    """The usage refusal's hint: the forms the reference's line does not name."""
+    import re
+
+    named = set(re.split(r"[ |,.]+", USAGE))
+    forms = [f"nexus {name} {command.synopsis}" for name, command in actions.COMMANDS.items() if name not in named]
+    return "Also: " + ", ".join(forms) + " (nexus --help shows every option)."
+
+
+def usage_error() -> NexusError:
+    return NexusError(USAGE, usage_hint())
+
+
+_write = output.write
 
 
 def human_summary(result: Mapping[str, Any]) -> str:
@@ -138,6 +92,8 @@ def human_summary(result: Mapping[str, Any]) -> str:
             if observation["stale"]:
                 line += f" STALE: {observation['staleReason']}"
             lines.append(line)
+    for unsafe in result.get("unsafeStateDirectories") or []:  # ours: never in the reference's output
+        lines.append("Warning: " + UnsafeDirectory(unsafe["directory"], unsafe["problem"]).warning())
     lines.append(CLOSING)
     return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 
@@ -160,22 +116,19 @@ def exit_code_for(action: str, task_id: str | None, result: Mapping[str, Any]) -
 def dispatch(
     action: str, run: str | None, task: str | None, directory: str, plan: str | None, input_file: str | None
 ) -> Mapping[str, Any]:
-    """What the command prints: an inspection or inventory, the saved run, a receipt."""
-    if action == "inspect" and task is None:
+    """What the command prints: an inspection or inventory, the saved run, a receipt (SPEC 8.3)."""
+    command = actions.ACTIONS.get(action)
+    if command is not None and command.kind == "inspect" and task is None:
         if input_file is not None or plan is not None:
             raise NexusError("inspect is read-only and takes no input file.")
         from . import observe
 
         return observe.inspect_run(directory, run)
-    # Imported after inspect: the inventory answers without loading the engine.
-    from . import actions
-
-    mutation = actions.MUTATIONS.get(action)
-    if mutation is not None and not mutation.per_task and run is None and task is None:
-        return actions.call(action, directory, None, None, _project_input(action, mutation.takes, plan, input_file))
-    if mutation is None or not mutation.per_task or not run or not task or plan is not None:
-        raise NexusError(USAGE + USAGE_MORE)
-    return actions.call(action, directory, run, task, _task_input(action, mutation.takes, input_file))
+    if command is not None and command.kind == "mutation" and not command.per_task and run is None and task is None:
+        return actions.call(action, directory, None, None, _project_input(action, command.takes, plan, input_file))
+    if command is None or not command.per_task or not run or not task or plan is not None:
+        raise usage_error()
+    return actions.call(action, directory, run, task, _task_input(action, command.takes, input_file))
 
 
 def _project_input(action: str, takes: str, plan: str | None, input_file: str | None) -> dict[str, Any]:
@@ -211,25 +164,11 @@ def _usage_error(message: str) -> NoReturn:
 
 def _command() -> Any:
     """The click command, built on first use: click costs tens of milliseconds to import and
-    the plainly written forms do without it (see ``_plain_command``)."""
+    the plainly written forms do without it (see ``_plain_command``). Its help comes from the
+    vocabulary (``actions.COMMANDS``)."""
     import click
 
-    @click.command(
-        name="nexus",
-        context_settings={"help_option_names": ["-h", "--help"]},
-        help="Launch or coordinate attempts, recover interrupted work and verify current artifacts.\n\n"
-        "\b\n"
-        "  nexus create --plan FILE [--json] [-d DIR]\n"
-        "  nexus inspect [RUN] [--json] [-d DIR]\n"
-        "  nexus recover-lock --input FILE [--json] [-d DIR]\n"
-        "  nexus start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK\n"
-        "        [--input FILE] [--json] [-d DIR]\n"
-        "  nexus wait RUN [--task TASK] [--idle-timeout SECONDS] [--event-log FILE] [--json] [-d DIR]\n"
-        "  nexus loop RUN --every INTERVAL [--verify] [-d DIR]\n"
-        "  nexus schedule add|list|show|runs|pause|resume|delete|run ... [--json] [-d DIR]\n"
-        "  nexus scheduler [-d DIR ...] [--event-log FILE]\n"
-        "  nexus report RUN [--format markdown|junit|html] [-o FILE] [-d DIR]",
-    )
+    @click.command(name="nexus", context_settings={"help_option_names": ["-h", "--help"]}, help=help_text())
     @click.argument("action")
     @click.argument("run", required=False)
     @click.argument("task", required=False)
@@ -269,26 +208,24 @@ def run_action(
     try:
         result = dispatch(action, run, task, directory, plan, input_file)
     except NexusError as error:
-        _fail(error.message, as_json, one_shot)
+        _fail(error.message, as_json, one_shot, hint_of(error))
     except OSError as error:
         _fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), as_json, one_shot)
     except Exception as error:  # a bug of ours: still a clean error line, never a traceback
-        message = f"Internal error ({type(error).__name__}: {error}); nothing else was changed. Please report it."
-        _fail(message, as_json, one_shot)
+        message = f"Internal error ({type(error).__name__}: {error}); nothing else was changed."
+        _fail(message, as_json, one_shot, "Please report it.")
     code = exit_code_for(action, task, result)
     if as_json:
-        sys.stdout.buffer.write(canonical.pretty_bytes(result))
+        output.write_bytes(sys.stdout, canonical.pretty_bytes(result))
         _write(sys.stdout, "\n")
     else:
         _write(sys.stdout, human_summary(result) + "\n")
     _exit(code, one_shot)
 
 
-def _fail(message: str, as_json: bool, one_shot: bool = False) -> NoReturn:
-    if as_json:
-        _write(sys.stdout, canonical.compact({"schemaVersion": 1, "status": "error", "error": message}) + "\n")
-    else:
-        _write(sys.stderr, f"Nexus: {terminal_safe(message, one_line=True)}\n")
+def _fail(message: str, as_json: bool, one_shot: bool = False, hint: str | None = None) -> NoReturn:
+    """A refusal, printed as the reference prints it, our ``hint`` apart (``refusal``); exit 1."""
+    refusal.report(message, hint, as_json)
     _exit(1, one_shot)
 
 
@@ -321,7 +258,6 @@ def _positional_count(words: list[str]) -> int:
     return count
 
 
-_PLAIN_ACTIONS = ("inspect", "create", "recover-lock", *PER_TASK_ACTIONS)
 _PLAIN_OPTIONS = {"-d": "directory", "--directory": "directory", "--plan": "plan", "--input": "input"}
 
 
@@ -330,7 +266,7 @@ def _plain_command(words: list[str]) -> tuple[str, str | None, str | None, str, 
     two positionals after it, each option at most once, no ``--opt=value`` form, no value that
     starts with "-". Else None: click then parses, with its exact errors. Importing and running
     click costs some 20 ms, felt on every call an agent makes."""
-    if not words or words[0] not in _PLAIN_ACTIONS:
+    if not words or words[0] not in actions.ACTIONS:
         return None
     positionals: list[str] = []
     values: dict[str, str] = {}
@@ -354,15 +290,24 @@ def _plain_command(words: list[str]) -> tuple[str, str | None, str | None, str, 
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``nexus``. A closed output pipe ends any command quietly (``output``)."""
+    try:
+        _main(argv)
+    except BrokenPipeError:  # a write that did not go through output.write
+        output.broken_pipe()
+
+
+def _main(argv: list[str] | None) -> None:
     instruction = os.environ.get(COMPLETE_VAR)
     if instruction is not None:
         from .completion import complete
 
-        sys.exit(complete(instruction))
+        sys.exit(complete(instruction, _command(), COMPLETE_VAR))
     words = argv if argv is not None else sys.argv[1:]
-    if words and words[0] in SEPARATE_COMMANDS:
+    command = actions.SEPARATE_COMMANDS.get(words[0]) if words else None
+    if command is not None:
         # Separate commands with their own options; the action grammar below stays as it is.
-        load(SEPARATE_COMMANDS[words[0]].runner)(list(words))
+        actions.load(command.runner)(list(words))
     plain = _plain_command(list(words))
     if plain is not None:
         one_shot = argv is None  # the nexus process itself, not a caller's main(argv)
@@ -380,8 +325,10 @@ def main(argv: list[str] | None = None) -> None:
         _usage_error(f"unknown option '{error.option_name}'")
     except click.exceptions.MissingParameter as error:
         name = error.param.name if error.param else "action"
-        if name == "action":  # commander's line, then (ours) the forms a bare ``nexus`` can take
-            _write(sys.stderr, f"error: missing required argument 'action'\n{USAGE}{USAGE_MORE}\n")
+        if name == "action":  # commander's line, then (ours) the full help of a bare ``nexus``
+            command = _command()
+            context = click.Context(command, info_name="nexus", **command.context_settings)
+            _write(sys.stderr, f"error: missing required argument 'action'\n\n{context.get_help()}\n")
             sys.exit(1)
         _usage_error(f"missing required argument '{name}'")
     except click.exceptions.UsageError as error:

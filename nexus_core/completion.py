@@ -1,11 +1,13 @@
 """Shell completion for ``nexus`` (click's protocol, through ``_NEXUS_COMPLETE``).
 
 The completion tree is built from the real command definitions: the action grammar's options
-and arguments (``cli._command()``), one subcommand per entry of ``cli.ACTIONS``, and the
-separate commands of ``cli.SEPARATE_COMMANDS`` (loaded only when the words name one). Each
-parameter is copied and given a completing type by its name: run ids from the runs inventory
-(file names only, no run file is loaded), task ids from the run file (read-only, valid ones
-first for the action), files for ``--plan``/``--input``/``--event-log``, directories for ``-d``.
+and arguments (the click command ``cli`` passes in), one subcommand per action of the
+vocabulary (``actions.ACTIONS``) and per separate command (``actions.SEPARATE_COMMANDS``, whose
+click command is loaded only when the words name one). Each parameter is copied and given a
+completing type by its name: run ids from the runs inventory (file names only, no run file is
+loaded), task ids from the run file (read-only: for an action, only the tasks its state checks
+accept, ``actions.allows``; for ``wait --task``, every task), files for
+``--plan``/``--input``/``--event-log``, directories for ``-d``.
 
 Completion never writes, never takes a lock and never prints a traceback: whatever cannot be
 read (a missing project, a ``.bmad-plus`` that is a file, a corrupt run file) simply offers
@@ -23,9 +25,9 @@ import click
 from click.core import ParameterSource
 from click.shell_completion import CompletionItem, FishComplete, add_completion_class, shell_complete
 
-from . import cli
+from . import actions
 from .errors import NexusError
-from .preconditions import CHECKED_ACTIONS, latest_attempt, plan_of, records, state_allows, verification_status
+from .preconditions import latest_attempt, plan_of, records, verification_status
 from .shapes import Record
 from .terminal import terminal_safe
 
@@ -108,18 +110,17 @@ def _task_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
     if not tasks:  # a run whose task records are unreadable: the plan may still name them
         tasks = [{"id": d["id"]} for d in records(plan_of(run).get("tasks")) if isinstance(d.get("id"), str)]
         tasks = [t for t in tasks if RUN_ID.match(t["id"])]
-    action = ctx.info_name or ""
-    checked = loadable and action in CHECKED_ACTIONS
-    awaiting = _awaiting(run, action) if checked else set()
-    items = []
-    for task in tasks:
-        if not task["id"].startswith(incomplete):
-            continue
-        valid = checked and state_allows(action, run, task)
-        items.append(((not valid, task["id"] not in awaiting), CompletionItem(task["id"], help=_task_state(task))))
-    # Valid tasks first, those that need a person to take this very action before them, each
-    # group in plan order (sorted() is stable).
-    return [item for _, item in sorted(items, key=lambda pair: pair[0])]
+    action = actions.ACTIONS.get(ctx.info_name or "")
+    if action is not None and not loadable:
+        return []  # the core refuses the run: no task is one the action would take
+    awaiting = _awaiting(run, action.name) if action is not None else set()
+    offered = [
+        CompletionItem(task["id"], help=_task_state(task))
+        for task in tasks
+        if task["id"].startswith(incomplete) and (action is None or actions.allows(action.name, run, task))
+    ]
+    # Those whose need's guided action is this very action first (sorted() is stable: plan order).
+    return sorted(offered, key=lambda item: item.value not in awaiting)
 
 
 def _awaiting(run: Record, action: str) -> set[str]:
@@ -185,23 +186,25 @@ def _completing(params: Iterable[click.Parameter]) -> list[click.Parameter]:
 
 
 def _options(command: click.Command, action: str | None = None) -> list[click.Parameter]:
-    """The command's options; for an action, without the input option it refuses (SPEC 8.3)."""
+    """The command's options; for an action, only the input option it takes (SPEC 8.3)."""
+    takes = actions.ACTIONS[action].takes if action is not None else None
     refused = {
-        "plan": action is not None and action != "create",
-        "input_file": action in ("create", "inspect", "verify", "accept"),
+        "plan": action is not None and takes != "plan",
+        "input_file": action is not None and takes not in ("input", "optional-input"),
     }
     return [p for p in command.params if isinstance(p, click.Option) and not refused.get(p.name or "", False)]
 
 
 def _arguments_of(action: str, command: click.Command) -> list[click.Parameter]:
     """The positionals the action grammar takes (SPEC 8.3): mutations RUN TASK, inspect RUN."""
-    wanted = ("run", "task") if action in cli.PER_TASK_ACTIONS else ("run",) if action == "inspect" else ()
+    entry = actions.ACTIONS[action]
+    wanted = ("run", "task") if entry.per_task else ("run",) if entry.kind == "inspect" else ()
     return [param for param in command.params if isinstance(param, click.Argument) and param.name in wanted]
 
 
 def _load(target: str) -> click.Command | None:
     try:
-        command = cli.load(target)
+        command = actions.load(target)
     except (ImportError, AttributeError):
         return None
     return command if isinstance(command, click.Command) else None
@@ -236,19 +239,19 @@ class CompletionRoot(click.Group):
         self.action_command = action_command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*cli.ACTIONS, *cli.SEPARATE_COMMANDS]
+        return list(actions.COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in cli.ACTIONS:
+        if cmd_name in actions.ACTIONS:
             params = _arguments_of(cmd_name, self.action_command) + _options(self.action_command, cmd_name)
             return CompletingCommand(
                 cmd_name,
                 params=_completing(params),
-                help=cli.ACTIONS[cmd_name],
+                help=actions.ACTIONS[cmd_name].summary,
                 context_settings=self.action_command.context_settings,
             )
-        if cmd_name in cli.SEPARATE_COMMANDS:
-            command = _load(cli.SEPARATE_COMMANDS[cmd_name].command)
+        if cmd_name in actions.SEPARATE_COMMANDS:
+            command = _load(actions.SEPARATE_COMMANDS[cmd_name].command)
             if command is None:
                 return None
             if isinstance(command, click.Group):  # its subcommands complete as click defines them
@@ -263,22 +266,26 @@ class CompletionRoot(click.Group):
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         # The names with their one-line help, without loading a separate command's module.
-        summaries = {**cli.ACTIONS, **{name: entry.summary for name, entry in cli.SEPARATE_COMMANDS.items()}}
-        items = [CompletionItem(name, help=text) for name, text in summaries.items() if name.startswith(incomplete)]
+        items = [
+            CompletionItem(name, help=command.summary)
+            for name, command in actions.COMMANDS.items()
+            if name.startswith(incomplete)
+        ]
         return items + click.Command.shell_complete(self, ctx, incomplete)
 
 
 class OrderedFishComplete(FishComplete):
-    """fish sorts candidates unless told to keep their order: task ids come valid ones first."""
+    """fish sorts candidates unless told to keep their order: task ids come in plan order."""
 
     source_template = FishComplete.source_template.replace("complete --no-files", "complete --keep-order --no-files")
 
 
-def complete(instruction: str) -> int:
-    """Answer ``_NEXUS_COMPLETE=<instruction>`` (``bash_source``, ``zsh_complete``, ...); the exit status."""
+def complete(instruction: str, action_command: click.Command, complete_var: str) -> int:
+    """Answer ``<complete_var>=<instruction>`` (``bash_source``, ``zsh_complete``, ...) for
+    ``nexus``, whose action grammar is ``action_command``; the exit status."""
     try:
         add_completion_class(OrderedFishComplete, "fish")
-        root = CompletionRoot(cli._command())
-        return shell_complete(root, {}, "nexus", cli.COMPLETE_VAR, instruction)
+        root = CompletionRoot(action_command)
+        return shell_complete(root, {}, "nexus", complete_var, instruction)
     except Exception:  # never a traceback in the operator's shell
         return 1

@@ -26,10 +26,27 @@ from .locks import (
     writer_lock,
 )
 from .paths import overlap, root_of, safe_target
+from .preconditions import (
+    ACCEPT_UNACCEPTED,
+    CANCEL,
+    DEPENDENCIES,
+    EVIDENCE,
+    RECONCILE,
+    RECORD,
+    RETRY,
+    RETRY_CONTRACT,
+    START,
+    START_CONTRACT,
+    VERIFY,
+    Check,
+    require,
+    task_facts,
+)
 from .shapes import Attempt, Backend, CheckReceipt, JsonObject, Run, Task, TaskDefinition
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
 from .store import (
     RUNS,
+    StateNotWritten,
     check_state_file,
     forget_own_save,
     load_run,
@@ -288,15 +305,10 @@ def evidence_current(root: str, run: Run, task: Task, verified: set[str], ancest
     if task_id in verified:
         return
     definition = definition_of(run, task_id)
+    facts = task_facts(run, task)
+    require(EVIDENCE, facts)
     attempt = latest(task)
-    if (
-        attempt is None
-        or attempt["verification"].get("status") != "passed"
-        or attempt["verification"].get("attemptId") != attempt["id"]
-        or attempt["execution"] != "completed"
-        or attempt.get("cancellation", {}).get("status") == "requested"
-    ):
-        raise fail("Current attempt has no eligible passed verification.")
+    assert attempt is not None
     verification = attempt["verification"]
     env = verification.get("environment")
     if (
@@ -321,12 +333,20 @@ def evidence_current(root: str, run: Run, task: Task, verified: set[str], ancest
         for r in receipts
     ):
         raise fail("Verification receipt is incomplete.")
+    dependencies_current(root, run, definition, facts, verified, ancestors | {task_id})
+    verified.add(task_id)
+
+
+def dependencies_current(
+    root: str, run: Run, definition: TaskDefinition, facts: Any, verified: set[str], ancestors: set[str]
+) -> None:
+    """Each dependency in plan order: accepted (the DEPENDENCIES check, whose fact names the
+    first one that is not), then its evidence current (SPEC 5.6 step 5, 5.0.8's last step)."""
     for dep in definition["dependsOn"]:
         dependency = task_of(run, dep)
-        if dependency["integration"] != "accepted":
-            raise fail(f"Dependency has not been accepted: {dep}")
-        evidence_current(root, run, dependency, verified, ancestors | {task_id})
-    verified.add(task_id)
+        if dep == facts["unacceptedDependency"]:
+            raise DEPENDENCIES.refusal(facts)
+        evidence_current(root, run, dependency, verified, ancestors)
 
 
 # ----------------------------------------------------------------- begin
@@ -353,30 +373,14 @@ def assert_capacity(root: str, run: Run, definition: TaskDefinition) -> None:
                 raise fail(f"Write scope is owned by active attempt: {other['id']}/{other_task['id']}")
 
 
-def begin(root: str, run: Run, task: Task, backend_value: Any, retry: bool) -> Attempt:
+def begin(root: str, run: Run, task: Task, backend_value: Any, retry: bool, checks: tuple[Check, ...]) -> Attempt:
+    """SPEC 5.6: the action's state checks (``checks``: its contract's, then begin's), each
+    dependency accepted and current, capacity, the protected resources, the identity last."""
     definition = definition_of(run, task["id"])
     previous = latest(task)
-    if task["integration"] == "accepted":
-        raise fail("Accepted tasks cannot be restarted.")
-    if retry:
-        if (
-            previous is None
-            or is_active(task)
-            or not (previous["execution"] in ("failed", "cancelled") or previous["verification"]["status"] == "failed")
-        ):
-            raise fail("Retry requires a reconciled failed/cancelled attempt or failed verification.")
-        if not definition["idempotent"] and (previous.get("reconciliation") or {}).get("retrySafe") is not True:
-            raise fail("Non-idempotent retry requires an explicit retry-safe reconciliation.")
-    elif previous is not None:
-        raise fail("Task already has an attempt; inspect or explicitly retry.")
-    if len(task["attempts"]) >= definition["maxAttempts"]:
-        raise fail("Retry limit reached.")
-    verified: set[str] = set()
-    for dep in definition["dependsOn"]:
-        dependency = task_of(run, dep)
-        if dependency["integration"] != "accepted":
-            raise fail(f"Dependency has not been accepted: {dep}")
-        evidence_current(root, run, dependency, verified, set())
+    facts = {**task_facts(run, task), "retry": retry}
+    require(checks, facts)
+    dependencies_current(root, run, definition, facts, set(), set())
     assert_capacity(root, run, definition)
     resources = protected_snapshot(root, definition)
     backend = backend_identity(backend_value)
@@ -462,13 +466,9 @@ def start_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
         backend = options.get("backend")
-        if (
-            definition_of(run, task_id).get("execution")
-            or not isinstance(backend, dict)
-            or backend.get("kind") != "host"
-        ):
-            raise fail("Executable plans use launch; start requires a host-owned plan and host identity.")
-        begin(root, run, task, backend, retry=False)
+        if not isinstance(backend, dict) or backend.get("kind") != "host":
+            raise START_CONTRACT.refusal({})  # SPEC 5.4 step 1: the plan's contract, or this identity
+        begin(root, run, task, backend, False, START)
 
     return mutate(directory, run_id, op)
 
@@ -479,13 +479,9 @@ def retry_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
         backend = options.get("backend")
-        if (
-            definition_of(run, task_id).get("execution")
-            or not isinstance(backend, dict)
-            or backend.get("kind") != "host"
-        ):
-            raise fail("Executable plans retry through launch with retry: true; retry requires a host identity.")
-        begin(root, run, task, backend, retry=True)
+        if not isinstance(backend, dict) or backend.get("kind") != "host":
+            raise RETRY_CONTRACT.refusal({})  # SPEC 5.5 step 1: the plan's contract, or this identity
+        begin(root, run, task, backend, True, RETRY)
 
     return mutate(directory, run_id, op)
 
@@ -496,10 +492,7 @@ def record_attempt(directory: str, run_id: str, task_id: str, options: Any) -> R
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
         attempt = bound_attempt(task, options)
-        if attempt["backend"]["kind"] == "process":
-            raise fail("Process attempts collect their owned receipt; worker observations cannot replace it.")
-        if attempt["execution"] not in ("running", "blocked") or attempt["cancellation"]["status"] != "none":
-            raise fail("This attempt requires reconciliation, not a late worker acknowledgement.")
+        require(RECORD, task_facts(run, task))
         outcome = options.get("outcome")
         if outcome not in ("completed", "failed", "blocked", "ambiguous"):
             raise fail("Unsupported worker outcome.")
@@ -542,8 +535,7 @@ def reconcile_attempt(directory: str, run_id: str, task_id: str, options: Any) -
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
         attempt = bound_attempt(task, options)
-        if task["integration"] == "accepted":
-            raise fail("Accepted work cannot be rewritten through reconciliation.")
+        require(RECONCILE, task_facts(run, task))
         outcome = options.get("outcome")
         if outcome not in ("completed", "failed", "cancelled"):
             raise fail("Reconciliation must establish completed, failed or cancelled work.")
@@ -618,11 +610,9 @@ def cancel_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
 
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
+        require(CANCEL, task_facts(run, task))
         attempt = latest(task)
-        if attempt is None or task["integration"] == "accepted":
-            raise fail("Only an unaccepted existing attempt can be cancelled.")
-        if attempt["cancellation"]["status"] != "none":
-            raise fail("Cancellation is already recorded; inspect and reconcile it.")
+        assert attempt is not None
         is_process = attempt["backend"]["kind"] == "process"
         if is_process:
             bound_attempt(task, options)
@@ -644,8 +634,7 @@ def cancel_task(directory: str, run_id: str, task_id: str, options: Any) -> Run:
 def accept_task(directory: str, run_id: str, task_id: str) -> Run:
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
-        if task["integration"] == "accepted":
-            raise fail("Task is already accepted.")
+        require((ACCEPT_UNACCEPTED,), task_facts(run, task))
         evidence_current(root, run, task, set(), set())
         attempt = latest(task)
         assert attempt is not None
@@ -896,18 +885,12 @@ def verify_task(
     def prepare(root: str, run: Run) -> None:
         task = task_of(run, task_id)
         attempt = latest(task)
-        if (
-            attempt is None
-            or attempt["execution"] != "completed"
-            or attempt["cancellation"]["status"] == "requested"
-            or task["integration"] == "accepted"
-        ):
-            raise fail("Verification requires completed, unaccepted, reconciled work.")
-        if attempt["verification"]["status"] != "pending":
-            raise fail("Verification already exists; inspect/reconcile or retry before executing again.")
+        try:
+            require(VERIFY, task_facts(run, task))
+        except NexusError as refusal:
+            raise _verification_exists(refusal, root, run["id"], task_id, attempt) from None
+        assert attempt is not None
         definition = definition_of(run, task_id)
-        if attempt["verificationRounds"] >= definition["maxAttempts"]:
-            raise fail("Verification restart limit reached; reconcile and create a new attempt.")
         protected_snapshot(root, definition)
         scope_hashes = scope_snapshot(root, definition["scope"])
         if not canonical.same(scope_hashes, attempt.get("resultHashes")):
@@ -988,5 +971,46 @@ def verify_task(
         return mutate(
             directory, run_id, finalize, patient=True, patience=VERIFY_SAVE_PATIENCE_SECONDS, reuse=last_saved
         )
+    except StateNotWritten as failure:
+        raise _left_running(prepared["project"], run_id, task_id, failure) from None
     finally:
         forget_own_save()
+
+
+VERIFICATION_EXISTS = "Verification already exists; inspect/reconcile or retry before executing again."
+
+
+def _verification_exists(
+    refusal: NexusError, root: str, run_id: str, task_id: str, attempt: Attempt | None
+) -> NexusError:
+    """SPEC 5.12's refusal as it is; for a verification stored ``running``, our hint: what is on
+    disk, whether its process lives, and the exact way out (inspect's runningVerification hint)."""
+    if refusal.message != fail(VERIFICATION_EXISTS).message or attempt is None:
+        return refusal
+    if attempt["verification"]["status"] != "running":
+        return refusal
+    from .observe import running_verification
+
+    return NexusError(refusal.message, running_verification(root, run_id, task_id, attempt)["hint"])
+
+
+def _left_running(root: str, run_id: str, task_id: str, failure: StateNotWritten) -> NexusError:
+    """A save after verify's prepare failed (a full disk): our refusal says which file, that the
+    verification stays ``running`` as last saved, and the exact way out once the cause is fixed."""
+    from .observe import end_running_verification, verification_name
+
+    try:
+        run = load_run(root, run_id)
+        attempt = latest(task_of(run, task_id))
+        total = len(definition_of(run, task_id)["checks"])
+    except (NexusError, OSError):
+        attempt = None
+    if attempt is None or attempt["verification"].get("status") != "running":
+        return NexusError(f"Could not write {failure.path} ({failure.reason}).", failure.fix)
+    saved = len(attempt["verification"].get("checks") or [])
+    return NexusError(
+        f"Could not write {failure.path} ({failure.reason}): the verification's result was not saved.",
+        f"{verification_name(run_id, task_id, attempt)} stays running in the run file as last saved ({saved} of "
+        f"{total} check receipts), and nothing will finish it. First free space on that disk (or fix the cause). "
+        f"{end_running_verification(run_id, task_id, attempt)}",
+    )

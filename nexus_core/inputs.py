@@ -13,6 +13,7 @@ from typing import Any
 
 from . import canonical
 from .errors import NexusError
+from .paths import FileTooLarge, open_regular
 from .shapes import JsonObject
 from .store import unsafe_reason
 
@@ -59,19 +60,24 @@ def _read_own_file(path: str, option: str) -> bytes:
     if not stat.S_ISREG(info.st_mode) or info.st_size > INPUT_LIMIT:
         raise NexusError(f"{option} must name a regular JSON file no larger than 1 MiB.")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            # Checked on the file actually read: a plan's checks run as the operator and an
-            # input decides a mutation in their name, so a file another user can write is refused.
-            reason = unsafe_reason(os.fstat(handle.fileno()), root_may_own=True)
-            if reason is not None:
-                raise NexusError(
-                    f"{option} file is {reason}; another user could have written it, so it was not used: "
-                    f"{path}. Use a copy only you can write."
-                )
-            raw = handle.read(INPUT_LIMIT + 1)
+        fd, opened = open_regular(path, checked=info)
+    except FileTooLarge:
+        raise NexusError(f"{option} must name a regular JSON file no larger than 1 MiB.") from None
     except OSError as error:
         raise NexusError(f"{option} file cannot be read ({error.strerror}): {path}") from None
+    with os.fdopen(fd, "rb") as handle:
+        # Checked on the file actually read: a plan's checks run as the operator and an
+        # input decides a mutation in their name, so a file another user can write is refused.
+        reason = unsafe_reason(opened, root_may_own=True)
+        if reason is not None:
+            raise NexusError(
+                f"{option} file is {reason}; another user could have written it, so it was not used: {path}",
+                "Use a copy only you can write.",
+            )
+        try:
+            raw = handle.read(INPUT_LIMIT + 1)
+        except OSError as error:
+            raise NexusError(f"{option} file cannot be read ({error.strerror}): {path}") from None
     if len(raw) > INPUT_LIMIT:
         raise NexusError(f"{option} must name a regular JSON file no larger than 1 MiB.")
     return raw

@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator
 
-from . import canonical
+from . import canonical, state_dirs
 from .errors import NexusError, fail
 from .hostinfo import hostname, owner_liveness, pid
-from .paths import safe_target
+from .paths import RefusedFile, read_regular, safe_target
 from .shapes import JsonObject, LockSnapshot, Owner
-from .store import BASE, LOCK_RECOVERY_DIR, atomic_write, make_dirs, remove_dead_temp_files, unsafe_reason
+from .store import (
+    BASE,
+    LOCK_RECOVERY_DIR,
+    atomic_write,
+    make_dirs,
+    not_written,
+    remove_dead_temp_files,
+    remove_made_dirs,
+    unsafe_reason,
+)
 from .timeutil import now_iso
 
 WRITER_LOCK = BASE + "/writer.lock"
 RECOVERY_LOCK = BASE + "/recovery.lock"
 RECOVERY_HINT = "Inspect the owner; recover only after its process has stopped."
+LOCK_LIMIT = 64 * 1024  # an owner is some 150 bytes: a larger lock is not one of ours, and is never read whole
 
 RECOVERY_ACTIVE = "Lock recovery is active or interrupted; inspect recovery.lock and its owner before proceeding."
 WRITER_BUSY = "Another mutation owns writer.lock; inspect before explicit recovery."
@@ -35,8 +46,21 @@ def _publish(root: str, rel: str, owner: Owner) -> bool:
     when another owner holds it.
     """
     target = safe_target(root, rel)
-    make_dirs(os.path.dirname(target))
-    safe_target(root, rel)
+    state_dirs.check(root)  # every mutation takes a lock first: nothing is written into an unsafe directory
+    made = make_dirs(os.path.dirname(target))
+    published = False
+    try:
+        safe_target(root, rel)
+        published = _link_lock(target, rel, owner)
+    except OSError as error:  # a full disk, a read-only filesystem: named, and nothing is left behind
+        raise not_written(target, error) from None
+    finally:
+        if not published:
+            remove_made_dirs(made)
+    return published
+
+
+def _link_lock(target: str, rel: str, owner: Owner) -> bool:
     # The pid in the name lets the next lock holder tell a dead publisher's leftover from a
     # live one that is about to link (store.remove_dead_temp_files).
     temp = os.path.join(os.path.dirname(target), f".{os.path.basename(rel)}.{owner['pid']}.{owner['token']}.tmp")
@@ -44,7 +68,9 @@ def _publish(root: str, rel: str, owner: Owner) -> bool:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             try:
-                os.write(fd, canonical.compact(owner).encode("utf-8"))
+                data = canonical.compact(owner).encode("utf-8")
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -64,10 +90,9 @@ def _publish(root: str, rel: str, owner: Owner) -> bool:
 def _release(root: str, rel: str, token: str) -> None:
     path = os.path.join(root, rel)
     try:
-        with open(path, "rb") as handle:
-            owner = canonical.parse(handle.read().decode("utf-8", "replace"))
-    except (OSError, ValueError):
-        return
+        owner = canonical.parse(read_regular(path, LOCK_LIMIT).decode("utf-8", "replace"))
+    except (OSError, ValueError, RecursionError):
+        return  # not our lock any more (replaced, a FIFO, unreadable): left as it is
     if isinstance(owner, dict) and owner.get("token") == token:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -141,11 +166,14 @@ def lock_snapshot(root: str, rel: str) -> LockSnapshot | None:
         assert reason is not None  # unsafe_reason names every entry that is not a regular file
         return {"hash": canonical.sha256_bytes(identity), "owner": None, "recovery": RECOVERY_HINT, "unsafe": reason}
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        raw = read_regular(path, LOCK_LIMIT, checked=info)
     except FileNotFoundError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        raw = handle.read()
+    except OSError as error:
+        # Swapped after the lstat (a FIFO, a symlink, another file) or oversized: reported, not read.
+        reason = error.reason if isinstance(error, RefusedFile) else "not a regular file"
+        identity = f"{reason}:{info.st_mode}:{info.st_ino}:{info.st_mtime_ns}".encode()
+        return {"hash": canonical.sha256_bytes(identity), "owner": None, "recovery": RECOVERY_HINT, "unsafe": reason}
     try:
         owner = canonical.parse(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):

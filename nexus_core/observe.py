@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import cast
 
-from . import __version__, canonical
+from . import __version__, canonical, state_dirs
 from .errors import NexusError, message_of
 from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .needs import HEARTBEAT_STALE_MS
@@ -154,15 +154,25 @@ def _attempt_hint(attempt: Attempt, active: bool) -> str:
     return hint
 
 
-def running_verification(root: str, run_id: str, task_id: str, attempt: Attempt) -> JsonObject:
-    """The owner of a verification stored as ``running`` and what to do about it: a verify whose
-    save waited past its bound, or met a dead writer.lock, leaves it so (its process then exits)."""
+# Why a verification stays ``running`` after its verify has exited: every way it can happen.
+LEFT_RUNNING_CAUSES = (
+    "it was killed, or a save of its results failed: the disk was full, or writer.lock stayed held past "
+    "the save's bound or by a process that had died"
+)
+
+
+def verification_name(run_id: str, task_id: str, attempt: Attempt) -> str:
+    """A stored verification as the operator finds it in inspect: id, task, start and owner."""
     verification = attempt["verification"]
-    owner = verification.get("owner")
-    state = owner_state(owner)
-    who = describe_owner(owner)
-    since = verification.get("startedAt")
-    name = f"Verification {verification.get('id')} of {run_id}/{task_id} (started {since}, owner {who})"
+    who = describe_owner(verification.get("owner"))
+    return (
+        f"Verification {verification.get('id')} of {run_id}/{task_id} "
+        f"(started {verification.get('startedAt')}, owner {who})"
+    )
+
+
+def end_running_verification(run_id: str, task_id: str, attempt: Attempt) -> str:
+    """The exact way out of a verification left ``running``: the reconcile that ends it."""
     backend = {k: v for k, v in (attempt.get("backend") or {}).items() if k != "capabilities"}
     reconcile = canonical.compact(
         {
@@ -173,11 +183,22 @@ def running_verification(root: str, run_id: str, task_id: str, attempt: Attempt)
             "summary": "The verifying process had exited.",
         }
     )
-    ends_it = (
+    return (
         f"End it with nexus reconcile {run_id} {task_id} --input FILE, FILE holding {reconcile} (outcome failed "
         "instead if the scope changed since the recorded result): the verification becomes ambiguous and moves "
         f"to verificationHistory, then nexus verify {run_id} {task_id} runs the checks again."
     )
+
+
+def running_verification(root: str, run_id: str, task_id: str, attempt: Attempt) -> JsonObject:
+    """The owner of a verification stored as ``running`` and what to do about it (a verify
+    that exited without its verdict leaves it so: ``LEFT_RUNNING_CAUSES``)."""
+    verification = attempt["verification"]
+    owner = verification.get("owner")
+    state = owner_state(owner)
+    since = verification.get("startedAt")
+    name = verification_name(run_id, task_id, attempt)
+    ends_it = end_running_verification(run_id, task_id, attempt)
     if state == "alive":
         hint = f"{name} is running: wait for that verify to end it; reconcile is refused while its process lives."
     elif state == "exited":
@@ -189,8 +210,8 @@ def running_verification(root: str, run_id: str, task_id: str, attempt: Attempt)
                 "--input FILE and the lock hash inspect shows. "
             )
         hint = (
-            f"{name} was left running: its process has exited, so nothing will finish it (its save waited past "
-            f"its bound or met a dead writer.lock). {first}{ends_it}"
+            f"{name} was left running: its process has exited, so nothing will finish it ({LEFT_RUNNING_CAUSES}). "
+            f"{first}{ends_it}"
         )
     else:
         hint = f"{name} cannot be probed from this host. Once that process has stopped: {ends_it}"
@@ -214,7 +235,16 @@ def inspect_loaded(root: str, run: Run, now: int | None = None) -> Inspection:
     result["lock"] = lock_snapshot(root, WRITER_LOCK)
     result["recoveryLock"] = lock_snapshot(root, RECOVERY_LOCK)
     add_recovery_lock_hint(result, root)
+    add_unsafe_directories(result, root)
     return result
+
+
+def add_unsafe_directories(result: Inspection | JsonObject, root: str) -> None:
+    """Adds ``unsafeStateDirectories`` when a state directory is another user's or writable by
+    others: every mutation refuses it until fixed (``state_dirs``); a read shows it."""
+    found = state_dirs.problems(root)
+    if found:
+        result["unsafeStateDirectories"] = state_dirs.as_json(found)
 
 
 def add_recovery_lock_hint(result: Inspection | JsonObject, root: str) -> None:
@@ -237,15 +267,20 @@ def inspect_inventory(root: str) -> JsonObject:
         "hint": INVENTORY_HINT,
     }
     add_recovery_lock_hint(inventory, root)
+    add_unsafe_directories(inventory, root)
     unreadable: list[dict[str, str]] = []
     for run_id in run_ids:
         try:
             load_run(root, run_id)
         except NexusError as error:
-            unreadable.append({"runId": run_id, "error": error.message})
+            entry = {"runId": run_id, "error": error.message}
+            if error.hint:
+                entry["hint"] = error.hint
+            unreadable.append(entry)
     if unreadable:
-        # Not in the reference: a run that cannot be loaded is named here with the way out
-        # (a fresh run under a new id), so the operator sees it without inspecting each run.
+        # Not in the reference: a run that cannot be loaded is named here, its load's refusal in
+        # the SPEC's words and the way out (a fresh run under a new id) as the hint, so the
+        # operator sees it without inspecting each run.
         inventory["unreadableRuns"] = unreadable
     temps = list_temp_files(root)
     if temps:

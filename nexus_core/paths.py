@@ -64,8 +64,8 @@ def _kind(path: str) -> str:
 
 
 def project_problem(root: str, error: NexusError) -> NexusError:
-    """A path-safety refusal of the project's state directory (SPEC's message first), then in
-    plain words what is wrong and with which path."""
+    """A path-safety refusal of the project's state directory: the SPEC's message, and as its
+    hint, in plain words, what is wrong and with which path."""
     culprit = error.message.partition(": ")[2]
     if not culprit.startswith("/"):
         return error
@@ -84,7 +84,7 @@ def project_problem(root: str, error: NexusError) -> NexusError:
         words = f"The project directory {root} is {kind}, not a directory."
     else:
         words = f"The project directory {root} cannot exist: {culprit} is {kind}, not a directory."
-    return NexusError(f"{error.message} ({words})")
+    return NexusError(error.message, words)
 
 
 def probe_state_dir(root: str, probe: str) -> None:
@@ -101,7 +101,74 @@ def probe_state_dir(root: str, probe: str) -> None:
 _PASSING = getattr(os, "O_PATH", os.O_RDONLY) | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 _LISTING = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 # O_NONBLOCK: a file swapped for a FIFO never blocks the open; fstat then refuses it.
-_READING = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# O_NOCTTY: a terminal device planted under a checked name never becomes ours.
+_READING = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+
+
+class RefusedFile(OSError):
+    """A file opened by name that must not be read: not a regular file, no longer the file an
+    earlier lstat checked, or over its size cap. An OSError, so a reader's handling of a
+    failed open covers it; ``message_of`` gives "<reason>: <path>"."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(None, reason, path)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.filename}"
+
+
+class FileTooLarge(RefusedFile):
+    """``RefusedFile`` for a regular file over the reader's size cap."""
+
+
+def open_regular(
+    path: str, *, dir_fd: int | None = None, checked: os.stat_result | None = None, limit: int | None = None
+) -> tuple[int, os.stat_result]:
+    """The one way to open a file by name under ``.bmad-plus`` or a scope for reading.
+
+    ``O_NOFOLLOW|O_NONBLOCK`` (a symlink fails with ELOOP, a FIFO never blocks the open), then
+    ``fstat`` on the descriptor: only a regular file passes, the same inode as ``checked`` (an
+    lstat taken before, so a file swapped between that check and this open is refused), no
+    larger than ``limit`` bytes. O_NONBLOCK stays set: it has no effect on a regular file.
+    Returns the descriptor (the caller closes it) and its fstat. Raises ``RefusedFile`` (or the
+    open's OSError: ENOENT, ELOOP, ENXIO for a socket...)."""
+    if checked is not None and not stat.S_ISREG(checked.st_mode):
+        raise RefusedFile(path, "not a regular file")  # known already: never opened (a device may act on open)
+    fd = os.open(path, _READING, dir_fd=dir_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RefusedFile(path, "not a regular file")
+        if checked is not None and (info.st_dev, info.st_ino) != (checked.st_dev, checked.st_ino):
+            raise RefusedFile(path, "replaced since it was checked")
+        if limit is not None and info.st_size > limit:
+            raise FileTooLarge(path, f"larger than {limit} bytes")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def read_regular(path: str, limit: int, *, dir_fd: int | None = None, checked: os.stat_result | None = None) -> bytes:
+    """The bytes of ``open_regular(path, ...)``: at most ``limit``, else ``FileTooLarge`` (the
+    file may grow after the fstat: what is read is capped too)."""
+    fd, _info = open_regular(path, dir_fd=dir_fd, checked=checked, limit=limit)
+    try:
+        chunks: list[bytes] = []
+        wanted = limit + 1
+        while wanted > 0:
+            chunk = os.read(fd, wanted)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            wanted -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise FileTooLarge(path, f"larger than {limit} bytes")
+    return data
 
 
 def _kind_at(dir_fd: int, name: str) -> int | None:
@@ -150,13 +217,16 @@ def open_directory(path: str) -> int | None:
     return fd
 
 
-def open_file_at(dir_fd: int, name: str, absolute: str) -> int | None:
-    """File ``name`` of ``dir_fd`` opened for reading without following a symlink; None when it
-    is missing. The caller fstats the descriptor: only a regular file may be read."""
+def open_file_at(dir_fd: int, name: str, absolute: str) -> tuple[int, os.stat_result] | None:
+    """File ``name`` of ``dir_fd`` opened for reading (``open_regular``: the descriptor and its
+    fstat); None when it is missing. A symlink or anything but a regular file raises SPEC 1.4's
+    messages."""
     try:
-        return os.open(name, _READING, dir_fd=dir_fd)
+        return open_regular(name, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
+    except RefusedFile:
+        raise NexusError(f"Adapter target is not a regular file: {absolute}") from None
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise NexusError(f"Adapter path contains a symlink or junction: {absolute}") from None
@@ -165,7 +235,7 @@ def open_file_at(dir_fd: int, name: str, absolute: str) -> int | None:
         raise
 
 
-def open_project_file(root: str, file: str) -> int | None:
+def open_project_file(root: str, file: str) -> tuple[int, os.stat_result] | None:
     """Project file ``file`` opened with every component checked on its descriptor (SPEC 1.4's
     rules and messages, without the race between check and open); None when it is missing."""
     _validate_relative_file(file)

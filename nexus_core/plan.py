@@ -9,7 +9,7 @@ from typing import Any
 
 from . import canonical
 from .errors import fail
-from .paths import directory_at, in_scope, overlap, relative, safe_target, touches_state
+from .paths import directory_at, in_scope, overlap, read_regular, relative, safe_target, touches_state
 from .shapes import CheckDefinition, JsonObject, Plan, TaskDefinition
 from .snapshots import executable, files_snapshot, scope_snapshot
 from .validate import ident, integer_in, is_ident, rule_at, string_list, text, unique, within
@@ -140,10 +140,12 @@ def input_bytes(root: str, execution: JsonObject) -> bytes:
             raise fail(f"execution input is missing: {rel}") from None
         if not stat.S_ISREG(info.st_mode) or info.st_size > INPUT_FILE_LIMIT:
             raise fail("execution input must be a regular file no larger than 256 KiB.")
-        with open(path, "rb") as handle:
-            data = handle.read(INPUT_FILE_LIMIT + 1)
-        if len(data) > INPUT_FILE_LIMIT:
-            raise fail("execution input must be a regular file no larger than 256 KiB.")
+        try:
+            data = read_regular(path, INPUT_FILE_LIMIT, checked=info)
+        except FileNotFoundError:
+            raise fail(f"execution input is missing: {rel}") from None
+        except OSError:  # swapped after the stat (a FIFO, a symlink, another file) or grown
+            raise fail("execution input must be a regular file no larger than 256 KiB.") from None
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:

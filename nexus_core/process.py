@@ -39,11 +39,12 @@ from .engine import (
 )
 from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, pid
-from .paths import directory_at, root_of, safe_target
+from .paths import directory_at, read_regular, root_of, safe_target
 from .plan import input_bytes
+from .preconditions import COLLECT_READY, COLLECT_UNRECONCILED, LAUNCH, LAUNCH_CONTRACT, require, task_facts
 from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
 from .snapshots import protected_snapshot, scope_snapshot
-from .store import RECEIPTS_DIR, RUN_ID, atomic_write, load_run, run_path, unsafe_reason
+from .store import RECEIPTS_DIR, RUN_ID, StateNotWritten, atomic_write, load_run, run_path, unsafe_reason
 from .timeutil import now_iso, now_ms, parse_iso_ms
 
 POLL_SECONDS = 0.1
@@ -696,8 +697,7 @@ def read_receipt_file(root: str, run_id: str, attempt_id: str) -> JsonObject | N
     if unsafe_reason(info) or info.st_size > RECEIPT_FILE_LIMIT:
         raise corrupt
     try:
-        with open(path, "rb") as handle:
-            record = canonical.parse(handle.read().decode("utf-8"))
+        record = canonical.parse(read_regular(path, RECEIPT_FILE_LIMIT, checked=info).decode("utf-8"))
     except (OSError, ValueError, RecursionError, UnicodeDecodeError):
         raise corrupt from None
     if (
@@ -798,11 +798,12 @@ def launch_task(
     ids: JsonObject = {}
 
     def prepare(root: str, run: Run) -> None:
-        definition = next((d for d in run["plan"]["tasks"] if d.get("id") == task_id), None)
-        if definition is None or not definition.get("execution"):
-            raise fail("launch needs a plan with an explicit execution contract.")
+        # SPEC 5.7 step 3.1: the definition is looked up before the task id is checked, so an
+        # unknown task gets the contract's refusal too.
+        if next((d for d in run["plan"]["tasks"] if d.get("id") == task_id), None) is None:
+            raise LAUNCH_CONTRACT.refusal({})
         task: Task = task_of(run, task_id)
-        attempt = begin(root, run, task, backend, options.get("retry") is True)
+        attempt = begin(root, run, task, backend, options.get("retry") is True, LAUNCH)
         attempt["process"] = {
             "status": "starting",
             "owner": canonical.copy(backend),
@@ -833,7 +834,7 @@ def launch_task(
         try:
             return mutate(directory, run_id, finalize, patient=True, patience=RECEIPT_PATIENCE_SECONDS)
         except BaseException as failure:
-            if isinstance(failure, NexusError) and not isinstance(failure, WriterBusy):
+            if isinstance(failure, NexusError) and not isinstance(failure, (WriterBusy, StateNotWritten)):
                 # The core refused the receipt (SPEC 5.7 step 7.1: ownership replaced, state
                 # unusable): as in the reference it is not stored, and nothing collect would
                 # refuse is kept.
@@ -929,11 +930,10 @@ def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run
     def op(root: str, run: Run) -> None:
         task = task_of(run, task_id)
         attempt = bound_attempt(task, options)
-        if attempt["backend"].get("kind") != "process":
-            raise fail("collect requires an owned process attempt.")
         process = attempt.get("process")
         if (
-            isinstance(process, dict)
+            attempt["backend"].get("kind") == "process"
+            and isinstance(process, dict)
             and process.get("status") in ("starting", "running")
             and process.get("receipt") is None
         ):
@@ -947,10 +947,8 @@ def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run
                 at = written if isinstance(written, str) else now_iso()
                 _store_receipt(attempt, receipt, at, child_pid if isinstance(child_pid, int) else None)
                 recovered["attempt"] = attempt["id"]
-        if not isinstance(process, dict) or process.get("status") != "finished" or process.get("receipt") is None:
-            raise fail("Process receipt is not ready; inspect the original owner.")
-        if process.get("collectedAt"):
-            raise fail("This process receipt was already collected.")
+        require(COLLECT_READY, task_facts(run, task, kept_receipt=False))
+        assert isinstance(process, dict)
         receipt = process["receipt"]
         if (
             not isinstance(receipt, dict)
@@ -960,8 +958,7 @@ def collect_task(directory: str, run_id: str, task_id: str, options: Any) -> Run
             or receipt.get("planHash") != run["planHash"]
         ):
             raise fail("Foreign or corrupt process receipt.")
-        if attempt.get("reconciliation") is not None or attempt["reconciliations"]:
-            raise fail("A reconciled attempt cannot be overwritten by a late process receipt.")
+        require((COLLECT_UNRECONCILED,), task_facts(run, task, kept_receipt=False))
         cancellation = attempt["cancellation"].get("status")
         if receipt.get("outcome") == "completed":
             exit_code = receipt.get("exitCode")

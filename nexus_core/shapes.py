@@ -194,6 +194,7 @@ if TYPE_CHECKING:
         lock: LockSnapshot | None
         recoveryLock: LockSnapshot | None
         recoveryLockHint: str
+        unsafeStateDirectories: list[dict[str, str]]
 
 else:
     Backend = CheckReceipt = Owner = Verification = Cancellation = Attempt = Task = CheckDefinition = TaskDefinition = (

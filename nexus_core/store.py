@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -10,9 +11,9 @@ from _thread import get_ident  # not threading: a read-only inspect never needs 
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, cast
 
-from . import canonical
+from . import canonical, state_dirs
 from .errors import NexusError, fail
-from .paths import probe_state_dir, safe_target
+from .paths import FileTooLarge, RefusedFile, probe_state_dir, read_regular, safe_target
 from .shapes import JsonObject, Run
 from .timeutil import now_iso
 
@@ -26,10 +27,11 @@ TEMP_SUFFIX = ".tmp"
 
 
 def fresh_run_advice(run_id: str) -> str:
+    """The way out of an unreadable run, the hint of every refusal of its load."""
     # Every run file is loaded by a start's capacity check (SPEC 2.4), so the unreadable one
     # must leave runs/ before the fresh run can start; it is kept, never repaired.
     return (
-        f" Nothing was repaired. Inspect earlier workspace changes, then create a fresh run from the "
+        f"Nothing was repaired. Inspect earlier workspace changes, then create a fresh run from the "
         f"same plan under a new, unused id (a fresh run may redo work). Keep {RUNS}/{run_id}.json as "
         f"evidence outside {RUNS}/: while it is there, every start in this project is refused."
     )
@@ -41,16 +43,49 @@ def run_path(run_id: object) -> str:
     return f"{RUNS}/{run_id}.json"
 
 
-def make_dirs(path: str) -> None:
+def make_dirs(path: str) -> list[str]:
     """mkdir -p with 0700 for every directory we create (``os.makedirs`` would give the
-    intermediate ones the umask's default, e.g. 0755 for .bmad-plus)."""
+    intermediate ones the umask's default, e.g. 0755 for .bmad-plus). Returns the directories
+    it created, outermost first (a failed write removes them again: ``remove_made_dirs``)."""
     if os.path.isdir(path):
-        return
+        return []
     parent = os.path.dirname(path)
-    if parent and parent != path:
-        make_dirs(parent)
-    with contextlib.suppress(FileExistsError):
+    made = make_dirs(parent) if parent and parent != path else []
+    try:
         os.mkdir(path, 0o700)
+    except FileExistsError:
+        return made
+    return [*made, path]
+
+
+def remove_made_dirs(made: list[str]) -> None:
+    """Undo ``make_dirs``: a refused or failed write leaves no directory behind (only empty
+    ones are removed: another writer may have used one meanwhile)."""
+    for path in reversed(made):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+
+
+class StateNotWritten(NexusError):
+    """A file under the state directory could not be written (a full disk, a read-only or
+    failing filesystem): our own refusal, naming the file; the write left it as it was, and a
+    command of one save therefore changed nothing. Not a refusal by the registry's rules: a
+    caller that keeps work aside when a save fails (launch's receipt) treats it like a busy
+    lock, and one that saved before (verify) says what stays on disk (``path``, ``reason``,
+    ``fix``: the parts of the message)."""
+
+    def __init__(self, path: str, reason: str, fix: str) -> None:
+        super().__init__(f"Could not write {path} ({reason}); nothing was changed.", fix)
+        self.path, self.reason, self.fix = path, reason, fix
+
+
+def not_written(path: str, error: OSError) -> StateNotWritten:
+    """The refusal for ``path`` (the file that could not be written) after ``error``."""
+    full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+    fix = "Free space on the filesystem that holds it, then" if full else "Fix the cause, then"
+    return StateNotWritten(path, error.strerror or str(error), f"{fix} run the command again.")
 
 
 def unsafe_reason(info: os.stat_result, *, root_may_own: bool = False) -> str | None:
@@ -73,13 +108,18 @@ def atomic_write(root: str, file: str, text: str | bytes, *, keep_open: bool = F
     ``keep_open``: return the written file's descriptor, still open (the caller closes it), so
     its inode cannot be freed and given to another file while the caller relies on it."""
     target = safe_target(root, file)
-    make_dirs(os.path.dirname(target))
+    if not file.startswith(RUNS + "/"):
+        # Run state is written only under writer.lock, whose publication checked already.
+        state_dirs.check(root)
+    made = make_dirs(os.path.dirname(target))
     import uuid  # here, not at the top: a read-only inspect never writes (start-up time)
 
     temp_rel = temp_name(file, str(uuid.uuid4()))
     temp = safe_target(root, temp_rel)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = -1
+    renamed = False
     try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         data = text.encode("utf-8") if isinstance(text, str) else text
         view = memoryview(data)
         while view:
@@ -91,16 +131,21 @@ def atomic_write(root: str, file: str, text: str | bytes, *, keep_open: bool = F
             fd = -1
         safe_target(root, file)
         os.rename(temp, target)
+        renamed = True
         _fsync_dir(os.path.dirname(target))
         if not keep_open:
             return None
         kept, fd = fd, -1
         return kept
+    except OSError as error:
+        raise not_written(target, error) from None
     finally:
         if fd >= 0:
             os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        if not renamed:
+            remove_made_dirs(made)
 
 
 def temp_name(file: str, token: str) -> str:
@@ -229,10 +274,21 @@ def _state_file(root: str, run_id: str) -> tuple[str, os.stat_result]:
 
 
 def read_state_bytes(root: str, run_id: str) -> tuple[str, bytes]:
-    path = check_state_file(root, run_id)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
-        return path, handle.read(LOAD_LIMIT + 1)
+    """(path, bytes) of the run's state file, checked by lstat and again on the file opened:
+    one swapped for a FIFO, a symlink or another file after the check is refused, never read."""
+    path, info = _state_file(root, run_id)
+    try:
+        return path, read_regular(path, LOAD_LIMIT, checked=info)
+    except FileTooLarge:
+        raise fail("Run state exceeds the size limit.") from None
+    except FileNotFoundError:
+        raise fail(f"Unknown run: {run_id} (no state file {path})") from None
+    except RefusedFile as error:
+        raise fail(f"Unsafe run state file {path}: {error.reason}; it was not used or changed.") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise fail(f"Unsafe run state file {path}: not a regular file; it was not used or changed.") from None
+        raise
 
 
 def _is_int(value: object) -> bool:
@@ -246,7 +302,7 @@ def _is_int(value: object) -> bool:
 def parse_run(root: str, run_id: str, raw: bytes) -> Run:
     """Every integrity check of loadRun (SPEC 2.3) on bytes already read.
 
-    A refusal keeps the SPEC's message first and adds the way out (a fresh run), since
+    A refusal is the SPEC's message, with the way out (a fresh run) as its hint, since
     nothing here is ever repaired.
     """
     with _advised(run_id):
@@ -255,11 +311,11 @@ def parse_run(root: str, run_id: str, raw: bytes) -> Run:
 
 @contextlib.contextmanager
 def _advised(run_id: str) -> Iterator[None]:
-    """A refusal of a load keeps the SPEC's message first and adds the way out."""
+    """A refusal of a load: the SPEC's message, and the way out as its hint."""
     try:
         yield
     except NexusError as error:
-        raise NexusError(error.message + fresh_run_advice(run_id)) from None
+        raise NexusError(error.message, fresh_run_advice(run_id)) from None
 
 
 def _checked_run(root: str, run_id: str, raw: bytes) -> Run:

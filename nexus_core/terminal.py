@@ -8,25 +8,31 @@ summaries and errors, ``wait`` and ``loop`` lines, every dashboard widget) passe
 
 Printable text, newlines and tabs are returned unchanged, so ordinary output is byte-identical.
 Everything that could act on a terminal is shown visibly instead: C0 controls and DEL as
-``\\xNN``, C1 controls, lone surrogates and bidirectional overrides as ``\\uNNNN``.
+``\\xNN``; C1 controls, lone surrogates, every Unicode bidirectional control (the marks U+061C,
+U+200E, U+200F, the embeddings and overrides U+202A-U+202E, the isolates U+2066-U+2069) and the
+line and paragraph separators U+2028 and U+2029 (Unicode's only Zl and Zp characters) as
+``\\uNNNN``. The bidi controls reorder what the operator reads ("Trojan Source"); the separators
+end a line for many readers (a log viewer, JavaScript) though not for the terminal.
 
-JSON lines that our own commands print (``wait``'s and the scheduler's events) go through
-``terminal_safe_json``: JSON escapes C0 controls but not the rest, which it writes as ``\\u``
-escapes, the same JSON value in bytes that cannot act on a terminal.
+The JSON that our own commands print (``wait``'s and the scheduler's events, ``schedule ...
+--json``) goes through ``terminal_safe_json``: JSON escapes C0 controls but not the rest, which
+it writes as ``\\u`` escapes, the same JSON value in bytes that cannot act on a terminal. The
+reference's twelve actions keep the reference's bytes (byte compatibility).
 """
 
 from __future__ import annotations
 
 import re
 
-# C0 except \t and \n, DEL, C1, lone surrogates, and the bidi embedding/override/isolate controls
-# (they reorder what the operator reads: "Trojan Source").
-_UNSAFE_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+# What is shown visibly beyond C0, DEL and C1: lone surrogates, every bidi control (marks,
+# embeddings and overrides, isolates) and the line and paragraph separators (categories Zl, Zp).
+_INVISIBLE = "\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+_UNSAFE_MULTILINE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 # The single-line form also escapes \t and \n: a newline in an identity would forge a line.
-_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_ONE_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
 # What JSON text still carries raw (JSON escapes C0 itself). Only ever inside strings (JSON's own
-# syntax is ASCII), where a \uNNNN escape in its place is the same value.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+# syntax is ASCII), where a \\uNNNN escape in its place is the same value.
+_UNSAFE_IN_JSON = re.compile(f"[\x7f-\x9f{_INVISIBLE}]")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -48,8 +54,10 @@ def terminal_safe(value: object, *, one_line: bool = False) -> str:
 
 
 def terminal_safe_json(text: str) -> str:
-    """JSON text with DEL, C1 controls, lone surrogates and bidi controls written as ``\\uNNNN``
-    escapes: the same JSON value, bytes that cannot act on a terminal."""
+    """JSON text with DEL, C1 controls, lone surrogates, bidi controls and line/paragraph
+    separators written as ``\\uNNNN`` escapes: the same JSON value, bytes that cannot act on a
+    terminal. Every JSON output of our own commands (wait, the scheduler, schedule ...) goes
+    through it; the reference's actions keep the reference's bytes."""
     if _UNSAFE_IN_JSON.search(text) is None:
         return text
     return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

@@ -33,24 +33,22 @@ def text(value: object, label: str, limit: int = 8000) -> str:
 
 class Unplaced(NexusError):
     """A refusal by a rule that cannot know which field it checked (a path, a command, a
-    directory): the reference's message, then where it is (``tasks[2].execution.input``),
-    which the callers fill in from the inside out."""
+    directory): the reference's message, and where it is (``tasks[2].execution.input``) as the
+    hint, which the callers fill in from the inside out."""
 
-    def __init__(self, reference: str, where: str, task: str | None = None) -> None:
-        self.reference = reference
+    def __init__(self, message: str, where: str, task: str | None = None) -> None:
         self.where = where
         self.task = task
-        super().__init__(self._text())
+        super().__init__(message, self._where())
 
-    def _text(self) -> str:
+    def _where(self) -> str:
         task = f" (task {self.task})" if self.task else ""
-        joint = " At" if self.reference.endswith(".") else "; at"
-        return f"{self.reference}{joint} {self.where}{task}."
+        return f"At {self.where}{task}."
 
     def inside(self, where: str, task: str | None = None) -> None:
         self.where = where + self.where
         self.task = self.task or task
-        self.message = self._text()
+        self.hint = self._where()
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from typing import Any
 
 from textual.app import App
 
-from nexus_core.errors import message_of
+from nexus_core.errors import explained
 from nexus_core.terminal import terminal_safe
 
 from .actions import READ_ONLY_REFUSAL
@@ -62,7 +62,7 @@ class ActionFlow:
         try:
             preview = operations.preview(directory, action, run_id, task_id)
         except Exception as error:
-            self.app.call_from_thread(self._failed, action, message_of(error))
+            self.app.call_from_thread(self._failed, action, explained(error))
             return
         self.app.call_from_thread(self._show_dialog, preview)
 
@@ -88,7 +88,7 @@ class ActionFlow:
         try:
             result = operations.execute(preview, values, self.log)
         except Exception as error:
-            self.app.call_from_thread(self._failed, preview.action, message_of(error))
+            self.app.call_from_thread(self._failed, preview.action, explained(error))
         else:
             words = self.log.entries[-1].result if self.log.entries else "done"
             self.app.call_from_thread(self._succeeded, preview.action, result, words)
@@ -136,7 +136,7 @@ class ActionFlow:
             else:
                 situations = recovery.situations_for(directory, run_id, task_id)
         except Exception as error:
-            self.app.call_from_thread(self._failed, "recovery", message_of(error))
+            self.app.call_from_thread(self._failed, "recovery", explained(error))
             return
         self.app.call_from_thread(self._show_situations, directory, situations, task_id)
 

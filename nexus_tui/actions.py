@@ -79,7 +79,7 @@ REGISTRY: list[ActionSpec] = [
     ActionSpec("clear_filter", "", "Clear filter", "Show every task again.", footer=False),
     ActionSpec("sort", "s", "Sort", "Sort the focused table by the next column (click a header to pick one)."),
     ActionSpec("reverse_sort", "S", "Reverse", "Reverse the sort order of the focused table.", footer=False),
-    ActionSpec("toggle_follow", "p", "Pause", "Pause or resume live updates (follow)."),
+    ActionSpec("toggle_follow", "f", "Follow", "Pause or resume live updates (follow)."),
     ActionSpec("refresh", "r", "Rescan", "Rescan every run file and scope now."),
     ActionSpec("focus_next_pane", "tab", "Next pane", "Move focus between runs, tasks and detail.", footer=False),
     ActionSpec("next_project", "right_square_bracket", "Next project", "Show the next project tab.", footer=False),
@@ -167,8 +167,8 @@ REGISTRY: list[ActionSpec] = [
 
 
 def _invalid_now(operation: Operation) -> Unavailable:
-    """Why the core would refuse ``operation`` for the selection, or None (a cheap mirror of its
-    preconditions, no hashing); the dialog re-reads the state and the core decides."""
+    """Why the core would refuse ``operation`` for the selection, or None: its state checks,
+    asked (no hashing, no file read); the dialog re-reads the state and the core decides."""
 
     def check(selection: Selection) -> str | None:
         target = Target(selection.project, selection.inspection, selection.task_id, selection.lock_fingerprint)
@@ -180,8 +180,11 @@ def _invalid_now(operation: Operation) -> Unavailable:
 # The mutating actions, one per Operation (nexus_tui/logic/operations): each opens a confirmation
 # dialog that states exactly what will change; --read-only disables all of them in refusal().
 _ACT = "Act (changes state)"
-REGISTRY += [
-    ActionSpec(
+
+
+def operation_entry(operation: Operation) -> ActionSpec:
+    """The registry entry of a mutating action: everything in it comes from its Operation."""
+    return ActionSpec(
         operation.name,
         operation.keys,
         operation.label,
@@ -193,9 +196,9 @@ REGISTRY += [
         unavailable=_invalid_now(operation),
         action=f"act({operation.name!r})",
     )
-    for operation in OPERATIONS.values()
-    if operation.in_registry
-]
+
+
+REGISTRY += [operation_entry(operation) for operation in OPERATIONS.values() if operation.in_registry]
 REGISTRY += [
     ActionSpec(
         "recovery_guide",

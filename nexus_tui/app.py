@@ -11,20 +11,19 @@ import asyncio
 import contextlib
 import gc
 import os
+import shlex
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, NamedTuple
 
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.content import Content
-from textual.markup import escape
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from nexus_core.errors import message_of
-from nexus_core.terminal import terminal_safe
+from nexus_core.errors import explained
+from nexus_core.terminal import is_terminal_safe, terminal_safe
 from nexus_core.timeutil import now_ms
 
 from . import actions
@@ -45,6 +44,7 @@ from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.demo_progress import DemoProgress
 from .widgets.footer import FittingFooter
+from .widgets.plain import markup_literal, plain_content
 from .widgets.project_pane import ProjectPane, RunFocused
 
 TICK_SECONDS = 1.0
@@ -136,7 +136,7 @@ class NexusApp(App[None]):
     def compose(self) -> ComposeResult:
         with TabbedContent(id="projects"):
             for session in self.sessions:
-                with TabPane(session.label, id=f"tab-{session.index}"):
+                with TabPane(plain_content(session.label), id=f"tab-{session.index}"):
                     pane = ProjectPane(session, display_path=self.display_path)
                     pane.following, pane.read_only = self.following, self.read_only
                     yield pane
@@ -224,7 +224,7 @@ class NexusApp(App[None]):
         try:
             notes = demo.run(lambda text: self.post_message(DemoProgress.Step(text)))
         except Exception as error:
-            self.post_message(DemoProgress.Built([], message_of(error)))
+            self.post_message(DemoProgress.Built([], explained(error)))
         else:
             self.post_message(DemoProgress.Built(notes, None))
 
@@ -314,7 +314,7 @@ class NexusApp(App[None]):
         if session.shown_label != label:
             session.shown_label = label
             with contextlib.suppress(Exception):  # the tab may be going away (shutdown)
-                self.query_one("#projects", TabbedContent).get_tab(f"tab-{session.index}").label = Content(label)
+                self.query_one("#projects", TabbedContent).get_tab(f"tab-{session.index}").label = plain_content(label)
         total = sum(len(s.snapshot.needs) for s in self.sessions if s.snapshot is not None)
         title = f"nexus ({total} need{'s' if total != 1 else ''} you)" if total else "nexus"
         if self.title != title:
@@ -540,6 +540,11 @@ class NexusApp(App[None]):
         else:
             self.exit()
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C (Textual binds it to a "press Ctrl+Q" hint): quits like q, the way an operator
+        expects a terminal program to stop."""
+        self.call_next(self.action_quit)
+
     def action_recovery_guide(self) -> None:
         self.flow.open_recovery(self.selection().project or "")
 
@@ -655,12 +660,21 @@ class NexusApp(App[None]):
         if self.focused is None or pane not in self.focused.ancestors:
             pane.runs.focus()
 
-    def _copy(self, what: str, value: str | None) -> None:
+    def _copy(self, what: str, value: str | None, *, path: bool = False) -> None:
+        """Copy ``value``; a ``path`` shell-quoted (as the recovery command is). Anything with a
+        control character, bidi control or separator is refused: pasted into a shell, a newline
+        in a directory name would run its second line."""
         if not value:
             self.notify(f"No {what} to copy here.", severity="warning", timeout=2)
             return
-        self.copy_to_clipboard(value)
-        self.notify(terminal_safe(f"Copied {what}: {value}"), timeout=3, markup=False)
+        if not is_terminal_safe(value, one_line=True):
+            shown = terminal_safe(value, one_line=True)
+            words = f"Not copied: the {what} holds control characters (shown escaped): {shown}"
+            self.notify(words, severity="warning", timeout=6, markup=False)
+            return
+        copied = shlex.quote(value) if path else value
+        self.copy_to_clipboard(copied)
+        self.notify(terminal_safe(f"Copied {what}: {copied}"), timeout=3, markup=False)
 
     def action_copy_focused(self) -> None:
         selection = self.selection()
@@ -684,10 +698,10 @@ class NexusApp(App[None]):
         self._copy("writer.lock fingerprint", self.selection().lock_fingerprint)
 
     def action_copy_state_path(self) -> None:
-        self._copy("state file path", self.selection().state_path)
+        self._copy("state file path", self.selection().state_path, path=True)
 
     def action_copy_project_path(self) -> None:
-        self._copy("project path", self.selection().project)
+        self._copy("project path", self.selection().project, path=True)
 
 
 def _label(directory: str) -> str:
@@ -698,13 +712,14 @@ def _command(
     app: NexusApp, entry: actions.ActionSpec, refusal: str | None, namespace: Screen[Any] | None = None
 ) -> SystemCommand:
     """The palette's entry for ``entry``; a refused one is found by a search, not listed, and
-    says why (selecting it shows that reason again)."""
+    says why (selecting it shows that reason again). The palette reads both as markup."""
+    title = markup_literal(entry.label)
     if refusal is None:
         keys = actions.key_label(actions.effective_keys(entry, app.settings.keys))
         words = f"{entry.help} Key: {keys}." if keys else entry.help
-        return SystemCommand(entry.label, escape(words), _runner(app, entry.action, namespace))
-    words = escape(actions.refused_words(refusal))  # the palette reads its help as markup
-    return SystemCommand(entry.label, words, _runner(app, f"explain({entry.id!r})", namespace), discover=False)
+        return SystemCommand(title, markup_literal(words), _runner(app, entry.action, namespace))
+    words = markup_literal(actions.refused_words(refusal))
+    return SystemCommand(title, words, _runner(app, f"explain({entry.id!r})", namespace), discover=False)
 
 
 def _runner(app: NexusApp, action: str, namespace: Screen[Any] | None = None) -> Callable[[], Any]:

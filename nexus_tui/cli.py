@@ -16,16 +16,20 @@ starts, so ``--help``, ``--version`` and completion stay fast.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from click.shell_completion import CompletionItem
 
 from nexus_core.terminal import terminal_safe
+
+if TYPE_CHECKING:
+    from .app import NexusApp
 
 
 @dataclass(frozen=True)
@@ -127,8 +131,11 @@ def run_dashboard(options: DashboardOptions) -> int:
         directories = directories or [os.getcwd()]
     for directory in directories:
         problem = project_problem(directory)
-        if problem is not None:
-            print(f"Nexus: {terminal_safe(problem, one_line=True)}", file=sys.stderr)
+        if problem is not None:  # as nexus prints a refusal: its message, then the hint
+            from nexus_core.errors import hint_of, message_of
+            from nexus_core.refusal import human_text
+
+            sys.stderr.write(human_text(message_of(problem), hint_of(problem)))
             return 1
     settings = load_settings(options.config)
     if settings is None:
@@ -154,13 +161,14 @@ def run_dashboard(options: DashboardOptions) -> int:
         )
     else:
         app = NexusApp(directories, poll=options.poll, read_only=options.read_only, demo=demo, settings=settings)
-    app.run()
+    run_until_quit(app)
+    status = 0
     if app.demo_error is not None:
         print(f"Nexus: could not build the demo: {terminal_safe(app.demo_error, one_line=True)}", file=sys.stderr)
-        return 1
-    if demo_dir:
+        status = 1
+    elif demo_dir:
         print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
-    return 0
+    end_process(status)
 
 
 def load_settings(path: str | None) -> Any:
@@ -185,17 +193,41 @@ def load_settings(path: str | None) -> Any:
     return settings
 
 
-def project_problem(directory: str) -> str | None:
-    """Why ``directory`` cannot be shown (the core's words for an unusable state directory)."""
-    if not os.path.isdir(directory):
-        return f"not a directory: {directory}"
+def run_until_quit(app: NexusApp) -> None:
+    """Run ``app`` on a loop of its own. ``asyncio.run`` (what ``App.run`` uses by default)
+    would then join the loop's thread pool: a worker thread blocked in a read (a hung network
+    filesystem, a device) would hold the quit forever after the screen was restored."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    try:
+        app.run(loop=loop)
+    finally:
+        loop.close()  # shuts its thread pool down without waiting for it
+
+
+def end_process(status: int) -> NoReturn:
+    """End the dashboard process now that the terminal is restored. ``os._exit``: the
+    interpreter's exit would join every thread still running (the thread pools' workers), and
+    the dashboard writes nothing that needs its teardown (what it wrote is flushed here)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
+
+
+def project_problem(directory: str) -> Exception | None:
+    """Why ``directory`` cannot be shown (the core's refusal for an unusable state directory)."""
     from nexus_core.errors import NexusError
+
+    if not os.path.isdir(directory):
+        return NexusError(f"not a directory: {directory}")
     from nexus_core.paths import root_of
 
     try:
         root_of(directory)
     except NexusError as error:
-        return error.message
+        return error
     return None
 
 
@@ -256,6 +288,19 @@ if __name__ == "__main__":
     type=click.IntRange(1, 1000),
     help="Browser sessions at once; the next one gets a page saying so.",
 )
+@click.option(
+    "--public-host",
+    "public_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A host name browsers use to reach the server (a reverse proxy's); repeatable. Requests naming any "
+    "other host than these, loopback names and --host are refused (DNS rebinding).",
+)
+@click.option(
+    "--secure-cookie",
+    is_flag=True,
+    help="Mark the token cookie Secure (sent over HTTPS only): for a server reached through a TLS proxy.",
+)
 @discover_options
 @click.pass_obj
 def serve_command(
@@ -265,6 +310,8 @@ def serve_command(
     port: int,
     allow_actions: bool,
     max_sessions: int,
+    public_hosts: tuple[str, ...],
+    secure_cookie: bool,
     discover: str | None,
     discover_depth: int,
 ) -> int:
@@ -293,5 +340,7 @@ def serve_command(
         allow_actions=allow_actions,
         max_sessions=max_sessions,
         poll=options.poll,
+        public_hosts=public_hosts,
+        secure_cookie=secure_cookie,
     )
     return serve(config)

@@ -29,6 +29,7 @@ from .logic.session import ProjectSession
 from .scanning import ProjectScanned, ScanRequests
 from .widgets.footer import FittingFooter
 from .widgets.overview import OverviewPane
+from .widgets.plain import plain_content
 from .widgets.project_pane import ProjectPane
 
 REDISCOVER_SECONDS = 2.0
@@ -101,7 +102,7 @@ class DiscoverApp(NexusApp):
             with TabPane("All projects", id=OVERVIEW_TAB):
                 yield self._overview
             for session, pane in zip(self.sessions, self._project_panes, strict=True):
-                with TabPane(session.label, id=f"tab-{session.index}"):
+                with TabPane(plain_content(session.label), id=f"tab-{session.index}"):
                     yield pane
         yield FittingFooter()
 
@@ -161,7 +162,7 @@ class DiscoverApp(NexusApp):
         session = self.open_session(index, directory)
         tabs = self.query_one("#projects", TabbedContent)
         pane = self._pane_of(session)
-        await tabs.add_pane(TabPane(session.label, pane, id=f"tab-{index}"))
+        await tabs.add_pane(TabPane(plain_content(session.label), pane, id=f"tab-{index}"))
         # Listed once its pane exists: every list indexed by project then agrees.
         self._project_panes.append(pane)
         self.sessions.append(session)

@@ -11,7 +11,12 @@ speaks Textual's web-driver protocol with it); this module adds what an operator
 - every session process is the leader of its own process group, and stopping the server
   ends every group it started;
 - nothing loaded from outside the host (our own page; the assets come from the textual-serve
-  package).
+  package);
+- before the token is looked at (``serve_guard``): a bounded number of connections that have
+  not shown it, each with a deadline, and a ``Host`` that names this server (loopback, the
+  listening address or ``--public-host``);
+- the cookie can be marked ``Secure`` (``--secure-cookie``: the page is reached over HTTPS
+  through a proxy), and the page drops ``?token=`` from the address bar once the cookie works.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from textual_serve.download_manager import DownloadManager
 
 from nexus_core.terminal import terminal_safe
 
-from .serve_pages import REFUSED_PAGE, busy_page, dashboard_page
+from .serve_guard import ConnectionGate, accept_connections, allowed_names, host_allowed, raise_open_files
+from .serve_pages import REFUSED_PAGE, UNKNOWN_HOST_PAGE, busy_page, dashboard_page
 
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 4
@@ -77,6 +83,9 @@ class ServeConfig:
     poll: bool = False
     # Extra arguments for every session's nexus-tui (e.g. --discover ROOT).
     session_arguments: tuple[str, ...] = ()
+    # Names the browser may use beyond loopback ones and --host (a reverse proxy's name).
+    public_hosts: tuple[str, ...] = ()
+    secure_cookie: bool = False  # the token cookie only ever travels over HTTPS
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
     @property
@@ -117,7 +126,9 @@ def exposure_warning(config: ServeConfig) -> str:
     return (
         f"warning: serving on {config.host}, not on loopback: anyone who can reach this address and holds the "
         f"URL with its token can {can}. The connection is plain HTTP: the token and everything shown cross the "
-        "network unencrypted. Prefer an SSH tunnel, or a reverse proxy with TLS (see the README)."
+        "network unencrypted. Prefer an SSH tunnel, or a reverse proxy with TLS (see the README). Browsers must "
+        "name the server by a loopback name, the --host address (not a wildcard) or a --public-host name: any "
+        "other Host header is refused."
     )
 
 
@@ -225,6 +236,8 @@ class DashboardServer:
         self.download_manager = DownloadManager()
         self.static_root = resources.files("textual_serve") / "static"
         self.stopping = False
+        self.gate = ConnectionGate()
+        self.host_names = allowed_names(config.host, config.public_hosts)
 
     def bind_port(self, port: int) -> None:
         # Cookies are per host, not per port: two servers on one host must not share one.
@@ -238,13 +251,17 @@ class DashboardServer:
 
     @web.middleware
     async def _token_gate(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if not host_allowed(request.headers.get("Host"), self.host_names):
+            return web.Response(status=403, text=UNKNOWN_HOST_PAGE, content_type="text/html")
         from_query = request.query.get("token")
         if not (self._good(from_query) or self._good(request.cookies.get(self.cookie_name))):
             return web.Response(status=403, text=REFUSED_PAGE, content_type="text/html")
+        self.gate.prove(request.transport)
         response: web.StreamResponse = await handler(request)
         if from_query is not None and not response.prepared:
+            secure = self.config.secure_cookie or request.secure
             response.set_cookie(
-                self.cookie_name, self.config.token, httponly=True, samesite="Strict", path="/", secure=request.secure
+                self.cookie_name, self.config.token, httponly=True, samesite="Strict", path="/", secure=secure
             )
         return response
 
@@ -253,6 +270,7 @@ class DashboardServer:
         app.add_routes(
             [
                 web.get("/", self.handle_index),
+                web.get("/session", self.handle_session),
                 web.get("/ws", self.handle_websocket),
                 web.get("/static/{name:.+}", self.handle_static),
             ]
@@ -276,6 +294,11 @@ class DashboardServer:
         for name, value in SECURITY_HEADERS.items():
             response.headers[name] = value.replace("{nonce}", nonce)
         return response
+
+    async def handle_session(self, request: web.Request) -> web.Response:
+        """204 once the cookie works (the page asks, without the token, before dropping it from
+        the address bar)."""
+        return web.Response(status=204, headers={"Cache-Control": "no-store"})
 
     async def handle_static(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -408,12 +431,24 @@ async def run_server(
     server.bind_port(port)
     runner = web.AppRunner(server.make_app(), handle_signals=False, access_log=None)
     await runner.setup()
+    assert runner.server is not None
+    # Accepted here, not by an aiohttp site: every connection is counted by the gate first.
+    accepting = asyncio.create_task(accept_connections(listener, runner.server, server.gate))
+
+    def accepting_ended(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log(f"Nexus: the server stopped accepting connections: {task.exception()}")
+            stop.set()
+
+    accepting.add_done_callback(accepting_ended)
     try:
-        await web.SockSite(runner, listener).start()
         url = f"http://{_url_host(config.host)}:{port}/?token={config.token}"
         (ready or log)(url)
         await stop.wait()
     finally:
+        accepting.cancel()
+        with contextlib.suppress(BaseException):
+            await accepting
         await server.close()
         await runner.cleanup()
         listener.close()
@@ -430,6 +465,7 @@ def serve(config: ServeConfig) -> int:
         return 1
     if not is_loopback(config.host):
         print(exposure_warning(config), file=sys.stderr, flush=True)
+    raise_open_files()  # room for the sessions; the gate bounds what strangers can hold
 
     def say(line: str) -> None:
         print(line, flush=True)

@@ -44,6 +44,20 @@ document.addEventListener("DOMContentLoaded", function () {{
   var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
   document.getElementById("terminal").dataset.sessionWebsocketUrl = scheme + window.location.host + "/ws";
 }});
+// Once the cookie works (a request without the token is let in), the token leaves the address
+// bar: history, bookmarks and a screen share no longer show it. Reloading still works.
+(function () {{
+  var address = new URL(window.location.href);
+  if (!address.searchParams.has("token")) {{
+    return;
+  }}
+  fetch("/session", {{ credentials: "same-origin", cache: "no-store" }}).then(function (answer) {{
+    if (answer.status === 204) {{
+      address.searchParams.delete("token");
+      window.history.replaceState(window.history.state, "", address.pathname + address.search + address.hash);
+    }}
+  }});
+}})();
 </script>
 <script src="/static/js/textual.js"></script>
 </head>
@@ -82,6 +96,12 @@ def message_page(title: str, *paragraphs: str) -> str:
     body = "".join(f"<p>{html.escape(paragraph)}</p>" for paragraph in paragraphs)
     return _MESSAGE.format(title=html.escape(title), body=body)
 
+
+UNKNOWN_HOST_PAGE = message_page(
+    "Unknown host name",
+    "This server answers only to loopback names (localhost, 127.0.0.1, [::1]), the address it listens "
+    "on and the names given with nexus-tui serve --public-host NAME.",
+)
 
 REFUSED_PAGE = message_page(
     "Access token required",

@@ -651,8 +651,8 @@ def test_check_environment_is_minimal(tmp_path: Path) -> None:
 USAGE = (
     "Use nexus create --plan FILE, inspect RUN, or "
     "start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK."
-    # then ours: the forms the reference's line does not name
-    " Also: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
+    # then ours, on the next line (the hint): the forms the reference's line does not name
+    "\nAlso: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
     " nexus schedule add|list|show|runs|pause|resume|delete|run, nexus scheduler [-d DIR ...],"
     " nexus report RUN --format markdown|junit|html [-o FILE],"
     " nexus attention [-d DIR ...] [--discover ROOT] [--watch [--exec CMD]] (nexus --help shows every option)."
@@ -662,7 +662,6 @@ USAGE = (
 @pytest.mark.parametrize(
     ("args", "stderr"),
     [
-        ([], f"error: missing required argument 'action'\n{USAGE}\n"),
         (["start", "a", "b", "c"], "error: too many arguments for 'nexus'. Expected 3 arguments but got 4.\n"),
         (["inspect", "--bogus"], "error: unknown option '--bogus'\n"),
         (["create", "r1"], f"Nexus: {USAGE}\n"),
@@ -688,6 +687,14 @@ USAGE = (
 def test_cli_grammar_errors(args: list[str], stderr: str, tmp_path: Path, nexus_cli) -> None:
     result = nexus_cli(*args, "-d", str(tmp_path))
     assert (result.returncode, result.stdout, result.stderr) == (1, "", stderr)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bare_nexus_gives_commanders_line_then_the_full_help(tmp_path: Path, nexus_cli) -> None:
+    result = nexus_cli("-d", str(tmp_path))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith("error: missing required argument 'action'\n\nUsage: nexus ")
+    assert "nexus start|launch|collect|record|reconcile|verify|retry|cancel|accept RUN TASK" in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,6 +1,7 @@
 """Shell completion through click's protocol, in a subprocess as the shell runs it: actions,
-run ids, task ids (valid ones first), files, directories and option names; a corrupt run file
-and a project without state offer what can be read; nothing on disk changes."""
+run ids, task ids (for an action, only the ones its state checks accept: issue 24), files,
+directories and option names; a corrupt run file and a project without state offer what can be
+read; nothing on disk changes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from conftest import run_cli
 from process_support import command_task, create, make_project
 from project_kit import Project, plan, task_def
 
-from nexus_core import cli, process
+from nexus_core import actions, process
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -88,19 +89,30 @@ def test_run_ids_come_from_the_inventory(project: Project, shell: str, tmp_path:
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_task_ids_put_the_ones_the_action_takes_first(project: Project, shell: str) -> None:
-    assert values("nexus verify r1 ", project.root, shell) == ["b", "a", "c"]
-    assert values("nexus accept r1 ", project.root, shell) == ["a", "b", "c"]
-    assert values("nexus start r1 ", project.root, shell) == ["c", "a", "b"]
-    assert values("nexus accept r1 b", project.root, shell) == ["b"]
-    assert values("nexus wait r1 --task ", project.root, shell) == ["a", "b", "c"]
+def test_task_ids_are_only_the_ones_the_action_takes(project: Project, shell: str) -> None:
+    assert values("nexus verify r1 ", project.root, shell) == ["b"]
+    assert values("nexus accept r1 ", project.root, shell) == ["a"]
+    assert values("nexus start r1 ", project.root, shell) == ["c"]
+    assert values("nexus accept r1 b", project.root, shell) == []
+    assert values("nexus record r1 ", project.root, shell) == []  # nothing runs
+    assert values("nexus wait r1 --task ", project.root, shell) == ["a", "b", "c"]  # not an action: all
     assert values("nexus inspect r1 ", project.root, shell) == []  # inspect takes no task
+
+
+def test_start_is_not_offered_for_a_task_whose_dependency_is_not_accepted(tmp_path: Path) -> None:
+    """Issue 24 item 6: completion offers what the action's checks accept (the core's table)."""
+    kit = Project(tmp_path / "project")
+    kit.create(plan("r1", task_def("base"), task_def("next", dependsOn=["base"])))
+    assert values("nexus start r1 ", kit.root) == ["base"]
+    kit.accepted("r1", "base")
+    assert values("nexus start r1 ", kit.root) == ["next"]
 
 
 def test_zsh_shows_each_tasks_state(project: Project) -> None:
     lines = complete("nexus verify r1 ", project.root, "zsh").stdout.splitlines()
     assert lines[:3] == ["plain", "b", "completed; verification=pending; acceptance=pending"]
-    assert lines[7:9] == ["c", "not started; acceptance=pending"]
+    lines = complete("nexus start r1 ", project.root, "zsh").stdout.splitlines()
+    assert lines[:3] == ["plain", "c", "not started; acceptance=pending"]
 
 
 def test_files_directories_and_option_names(project: Project) -> None:
@@ -119,10 +131,13 @@ def test_files_directories_and_option_names(project: Project) -> None:
 def test_a_corrupt_run_file_offers_what_can_be_read(project: Project) -> None:
     state = project.root / ".bmad-plus/nexus/runs/r1.json"
     state.write_text(state.read_text().replace('"sha256": "', '"sha256": "0', 1))
-    # The core refuses the run (checksum), so no task is one it would take: plan order.
-    assert values("nexus verify r1 ", project.root) == ["a", "b", "c"]
+    # The core refuses the run (checksum), so no task is one an action would take; wait's
+    # --task still offers what the file names.
+    assert values("nexus verify r1 ", project.root) == []
+    assert values("nexus wait r1 --task ", project.root) == ["a", "b", "c"]
     state.write_text(state.read_text()[:200])  # truncated: not JSON any more
     assert values("nexus verify r1 ", project.root) == []
+    assert values("nexus wait r1 --task ", project.root) == []
     assert values("nexus inspect ", project.root) == ["r1", "r2"]
     state.write_bytes(b"\xff\xfe\x00")
     assert values("nexus accept r1 ", project.root) == []
@@ -166,18 +181,19 @@ def test_nexus_tui_completes_its_options_and_directories(tmp_path: Path) -> None
     assert values("nexus-tui -d . --re", tmp_path, "zsh", program="nexus_tui.cli") == ["--read-only"]
 
 
-def test_launch_and_collect_put_the_process_task_first(tmp_path: Path) -> None:
-    """launch and collect read the process shape of the run file."""
+def test_launch_and_collect_offer_the_process_task_only_when_it_fits(tmp_path: Path) -> None:
+    """launch and collect read the process shape of the run file; start never offers a process task."""
     root = make_project(tmp_path / "proc")
     create(root, "r", [task_def("h"), command_task("p", "ok")])
-    assert values("nexus launch r ", root) == ["p", "h"]
-    assert values("nexus collect r ", root) == ["h", "p"]  # nothing to collect yet: plan order
+    assert values("nexus launch r ", root) == ["p"]
+    assert values("nexus start r ", root) == ["h"]
+    assert values("nexus collect r ", root) == []  # nothing to collect yet
     process.launch_task(str(root), "r", "p", {})  # finished; the receipt awaits collect
-    assert values("nexus collect r ", root) == ["p", "h"]
-    assert values("nexus launch r ", root) == ["h", "p"]
+    assert values("nexus collect r ", root) == ["p"]
+    assert values("nexus launch r ", root) == []
 
 
-@pytest.mark.parametrize("name", list(cli.SEPARATE_COMMANDS))
+@pytest.mark.parametrize("name", list(actions.SEPARATE_COMMANDS))
 def test_every_separate_command_runs_and_completes_its_own_options(name: str, tmp_path: Path) -> None:
     """Each entry of the table names a loadable command and runner (a new command is one entry)."""
     offered = values(f"nexus {name} --", tmp_path) + values(f"nexus {name} ", tmp_path)  # a group: subcommands

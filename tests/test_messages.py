@@ -1,5 +1,6 @@
 """Messages a new user tripped on (issue 13, items 8, 9, 10 and 21): the reference's message
-first, then in plain words where and what; no Python spelling of a JSON value in human text."""
+exactly (issue 23), then, as the hint, in plain words where and what; no Python spelling of a
+JSON value in human text."""
 
 from __future__ import annotations
 
@@ -23,16 +24,20 @@ USAGE = (
 )
 
 
-def create_refusal(project: Project, value: dict[str, Any]) -> str:
-    """The stderr of ``nexus create`` for ``value``; the --json error must carry the same text."""
+def create_refusal(project: Project, value: dict[str, Any]) -> tuple[str, str | None]:
+    """(error, hint) of ``nexus create`` for ``value``: the --json envelope's, which the human
+    form prints as its first stderr line (``Nexus: `` + error) and the lines after it."""
     path = project.input_file("plan", value)
     human = run_cli("create", "--plan", path, "-d", project.dir)
     assert (human.returncode, human.stdout) == (1, "")
     machine = run_cli("create", "--plan", path, "--json", "-d", project.dir)
     assert machine.returncode == 1
-    assert "Nexus: " + json.loads(machine.stdout)["error"] + "\n" == human.stderr
+    envelope = json.loads(machine.stdout)
+    assert list(envelope)[:3] == ["schemaVersion", "status", "error"]
+    error, hint = envelope["error"], envelope.get("hint")
+    assert human.stderr == f"Nexus: {error}\n" + (f"{hint}\n" if hint else "")
     assert not (project.root / ".bmad-plus").exists()
-    return human.stderr
+    return error, hint
 
 
 @pytest.fixture
@@ -47,48 +52,52 @@ def test_an_execution_without_input_names_its_place(project: Project) -> None:
     execution = {"adapter": "command", "command": "/bin/sh", "args": []}
     value = plan("r1", task_def("a"), task_def("b"), task_def("c", execution=execution))
     assert create_refusal(project, value) == (
-        "Nexus: Nexus: Relative path must be a nonempty bounded string. At tasks[2].execution.input (task c).\n"
+        "Nexus: Relative path must be a nonempty bounded string.",
+        "At tasks[2].execution.input (task c).",
     )
 
 
 @pytest.mark.parametrize(
-    ("overrides", "expected"),
+    ("overrides", "expected", "where"),
     [
-        ({"scope": ["out/a", "../elsewhere"]}, "Nexus: Unsafe relative path: ../elsewhere; at tasks[0].scope[1]"),
-        ({"artifacts": [""]}, "Nexus: Relative path must be a nonempty bounded string. At tasks[0].artifacts[0]"),
+        ({"scope": ["out/a", "../elsewhere"]}, "Nexus: Unsafe relative path: ../elsewhere", "tasks[0].scope[1]"),
+        ({"artifacts": [""]}, "Nexus: Relative path must be a nonempty bounded string.", "tasks[0].artifacts[0]"),
         (
             {"dependsOn": ["Not An Id"]},
-            "Nexus: ID must use 1-64 lowercase letters, numbers, _ or -. At tasks[0].dependsOn[0]",
+            "Nexus: ID must use 1-64 lowercase letters, numbers, _ or -.",
+            "tasks[0].dependsOn[0]",
         ),
         (
             {"checks": [{"id": "c", "command": "/bin/sh", "args": [], "cwd": "missing"}]},
-            "Nexus: Directory is missing: missing; at tasks[0].checks[0].cwd",
+            "Nexus: Directory is missing: missing",
+            "tasks[0].checks[0].cwd",
         ),
         (
             {"checks": [{"id": "c", "command": "sh", "args": []}]},
-            "Nexus: Check command must be node or an absolute executable path. At tasks[0].checks[0].command",
+            "Nexus: Check command must be node or an absolute executable path.",
+            "tasks[0].checks[0].command",
         ),
     ],
     ids=["scope-item", "artifact-item", "dependency", "check-cwd", "check-command"],
 )
 def test_every_plan_error_that_names_no_field_says_where(
-    project: Project, overrides: dict[str, Any], expected: str
+    project: Project, overrides: dict[str, Any], expected: str, where: str
 ) -> None:
-    stderr = create_refusal(project, plan("r1", task_def("a", **overrides)))
-    assert stderr.startswith("Nexus: " + expected), stderr
-    assert stderr.endswith(" (task a).\n")
+    """The reference's message exactly (issue 23: no suffix glued to it), where in the plan as the hint."""
+    error, hint = create_refusal(project, plan("r1", task_def("a", **overrides)))
+    assert (error, hint) == (expected, f"At {where} (task a).")
 
 
 def test_a_plan_error_that_names_its_field_is_unchanged(project: Project) -> None:
-    stderr = create_refusal(project, plan("r1", task_def("a"), task_def("b", maxAttempts=11)))
-    assert stderr == "Nexus: Nexus: maxAttempts must be between 1 and 10.\n"
+    error = create_refusal(project, plan("r1", task_def("a"), task_def("b", maxAttempts=11)))
+    assert error == ("Nexus: maxAttempts must be between 1 and 10.", None)
 
 
 def test_an_invalid_task_id_is_never_quoted_as_the_task(project: Project) -> None:
     value = plan("r1", task_def("a", scope=["/abs"]))
     value["tasks"][0]["id"] = "\x1b[2J"
-    stderr = create_refusal(project, value)
-    assert stderr == "Nexus: Nexus: Task ID must use 1-64 lowercase letters, numbers, _ or -.\n"
+    error = create_refusal(project, value)
+    assert error == ("Nexus: Task ID must use 1-64 lowercase letters, numbers, _ or -.", None)
 
 
 # ----------------------------------------------------------------- item 9: an unusable project path
@@ -100,9 +109,12 @@ def test_a_project_directory_that_is_a_file(tmp_path: Path) -> None:
     result = run_cli("inspect", "-d", str(target))
     assert result.returncode == 1
     assert result.stderr == (
-        f"Nexus: Adapter parent is not a directory: {target} "
-        f"(The project directory {target} is a file, not a directory.)\n"
+        f"Nexus: Adapter parent is not a directory: {target}\n"
+        f"The project directory {target} is a file, not a directory.\n"
     )
+    envelope = json.loads(run_cli("inspect", "--json", "-d", str(target)).stdout)
+    assert envelope["error"] == f"Adapter parent is not a directory: {target}"
+    assert envelope["hint"] == f"The project directory {target} is a file, not a directory."
 
 
 @pytest.mark.parametrize("args", [["inspect"], ["inspect", "r1"], ["create", "--plan", "PLAN"]])
@@ -113,8 +125,9 @@ def test_a_state_directory_that_is_a_file(tmp_path: Path, args: list[str]) -> No
     words = [project.input_file("plan", plan("r1")) if word == "PLAN" else word for word in args]
     result = run_cli(*words, "-d", project.dir)
     assert result.returncode == 1
-    assert result.stderr.startswith(f"Nexus: Adapter parent is not a directory: {state} (")
-    assert f"nexus keeps its state in the directory {state}/nexus, but {state} is a file" in result.stderr
+    first, *guidance = result.stderr.splitlines()
+    assert first == f"Nexus: Adapter parent is not a directory: {state}"
+    assert f"nexus keeps its state in the directory {state}/nexus, but {state} is a file" in guidance[0]
     assert state.read_text() == "not a directory"
 
 
@@ -126,8 +139,8 @@ def test_a_project_path_through_a_symbolic_link(tmp_path: Path) -> None:
     result = run_cli("inspect", "-d", str(link))
     assert result.returncode == 1
     assert result.stderr == (
-        f"Nexus: Adapter path contains a symlink or junction: {link} ({link} is a symbolic link, and nexus "
-        f"never follows one in a project path; give the real path instead: {real})\n"
+        f"Nexus: Adapter path contains a symlink or junction: {link}\n{link} is a symbolic link, and nexus "
+        f"never follows one in a project path; give the real path instead: {real}\n"
     )
 
 
@@ -180,16 +193,23 @@ def test_json_values_read_as_json_words() -> None:
 
 
 def test_the_usage_line_keeps_the_reference_and_names_every_form(tmp_path: Path) -> None:
+    """The reference's line exactly, the other forms as the hint (issue 23), a bare nexus: help."""
     more = (
-        " Also: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
+        "Also: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
         " nexus schedule add|list|show|runs|pause|resume|delete|run, nexus scheduler [-d DIR ...],"
         " nexus report RUN --format markdown|junit|html [-o FILE],"
         " nexus attention [-d DIR ...] [--discover ROOT] [--watch [--exec CMD]] (nexus --help shows every option)."
     )
     wrong = run_cli("create", "r1", "-d", str(tmp_path))
-    assert (wrong.returncode, wrong.stderr) == (1, f"Nexus: {USAGE}{more}\n")
+    assert (wrong.returncode, wrong.stderr) == (1, f"Nexus: {USAGE}\n{more}\n")
     as_json = run_cli("frobnicate", "r1", "t", "--json", "-d", str(tmp_path))
-    assert json.loads(as_json.stdout)["error"] == USAGE + more
+    assert (
+        as_json.stdout
+        == json.dumps({"schemaVersion": 1, "status": "error", "error": USAGE, "hint": more}, separators=(",", ":"))
+        + "\n"
+    )
     bare = run_cli(cwd=tmp_path)
-    assert (bare.returncode, bare.stderr) == (1, f"error: missing required argument 'action'\n{USAGE}{more}\n")
+    first, blank, *help_lines = bare.stderr.splitlines()
+    assert (bare.returncode, first, blank) == (1, "error: missing required argument 'action'", "")
+    assert "Usage: nexus [OPTIONS] ACTION [RUN] [TASK]" in help_lines and "  -h, --help" in " ".join(help_lines)
     assert os.listdir(tmp_path) == []

@@ -46,19 +46,17 @@ def plan_file(root: Path, mode: int, owner: int | None = None) -> Path:
 )
 def test_plan_another_user_could_write_is_refused(project: Path, mode: int, owner: int | None, reason: str) -> None:
     path = plan_file(project, mode, owner)
-    expected = (
-        f"--plan file is {reason}; another user could have written it, so it was not used: {path}. "
-        "Use a copy only you can write."
-    )
+    expected = f"--plan file is {reason}; another user could have written it, so it was not used: {path}"
+    hint = "Use a copy only you can write."
     code, out, err = run_cli_json(project, "create", plan=path)
-    assert (code, out, err) == (1, {"schemaVersion": 1, "status": "error", "error": expected}, "")
+    assert (code, out, err) == (1, {"schemaVersion": 1, "status": "error", "error": expected, "hint": hint}, "")
     done = subprocess.run(
         [sys.executable, "-m", "nexus_core.cli", "create", "--plan", str(path), "-d", str(project)],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Nexus: {expected}\n")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Nexus: {expected}\n{hint}\n")
     assert tree_bytes(project) == {}  # nothing written: not even the state directory
 
 
@@ -89,5 +87,6 @@ def test_input_another_user_could_write_is_refused(project: Path, mode: int, own
     code, out, _ = run_cli_json(project, "start", "r", "t0", input_file=path)
     assert code == 1
     assert out["error"].startswith("--input file is ")
-    assert out["error"].endswith(f"so it was not used: {path}. Use a copy only you can write.")
+    assert out["error"].endswith(f"so it was not used: {path}")
+    assert out["hint"] == "Use a copy only you can write."
     assert tree_bytes(project) == before

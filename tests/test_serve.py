@@ -50,13 +50,14 @@ def wait_for(condition: Callable[[], object], what: str, deadline: float = DEADL
 class Served:
     """One ``nexus-tui serve`` process; its output is collected by a reader thread."""
 
-    def __init__(self, *arguments: str) -> None:
+    def __init__(self, *arguments: str, preexec_fn: Callable[[], None] | None = None) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "nexus_tui", "serve", "--port", "0", *arguments],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            preexec_fn=preexec_fn,  # the tests set the server's resource limits
         )
         self.lines: list[str] = []
         self.errors: list[str] = []
@@ -114,8 +115,8 @@ class Served:
 
 
 @contextlib.contextmanager
-def served(*arguments: str) -> Iterator[Served]:
-    server = Served(*arguments)
+def served(*arguments: str, preexec_fn: Callable[[], None] | None = None) -> Iterator[Served]:
+    server = Served(*arguments, preexec_fn=preexec_fn)
     try:
         yield server
     finally:

@@ -90,14 +90,6 @@ def test_durations_for_people() -> None:
     assert age_text(iso_from_ms(now + 5_000), now) == "0s ago"  # a clock skew is never negative
 
 
-def test_the_cli_per_task_vocabulary_is_the_mutation_table() -> None:
-    """cli.PER_TASK_ACTIONS (the usage line, completion, the plain fast path) names exactly the
-    per-task entries of nexus_core.actions.MUTATIONS, which says what each one calls."""
-    from nexus_core import actions, cli
-
-    assert set(cli.PER_TASK_ACTIONS) == {name for name, mutation in actions.MUTATIONS.items() if mutation.per_task}
-
-
 # ----------------------------------------------------------------- supervise judges owners by owner_liveness
 
 

@@ -271,13 +271,15 @@ def test_corrupt_run_is_refused_with_the_way_out_and_the_way_out_works(
         text=True,
         timeout=60,
     )
-    # The SPEC's message comes first (interface compatibility), then the way out.
-    assert done.returncode == 1 and done.stderr.startswith(message), done.stderr
-    assert "fresh run from the same plan under a new, unused id" in done.stderr
-    assert "Inspect earlier workspace changes" in done.stderr and "may redo work" in done.stderr
+    # The SPEC's message is the first line exactly (interface compatibility), the way out after it.
+    first, *guidance = done.stderr.splitlines()
+    assert done.returncode == 1 and first == message, done.stderr
+    assert "fresh run from the same plan under a new, unused id" in guidance[0]
+    assert "Inspect earlier workspace changes" in guidance[0] and "may redo work" in guidance[0]
     code, inventory, _ = run_cli_json(root, "inspect")
     assert code == 0 and inventory["unreadableRuns"][0]["runId"] == "r"
-    assert "new, unused id" in inventory["unreadableRuns"][0]["error"]
+    assert inventory["unreadableRuns"][0]["error"] == message.removeprefix("Nexus: ")
+    assert "new, unused id" in inventory["unreadableRuns"][0]["hint"]
     assert tree_bytes(root) == before
 
     # Following the advice: keep the file as evidence outside runs/, same plan, new id.
@@ -298,8 +300,8 @@ def test_project_copied_elsewhere_makes_its_runs_foreign(project: tuple[Path, Pa
     subprocess.run(["cp", "-a", str(root), str(copy)], check=True)
     before = tree_bytes(copy)
     code, out, _ = run_cli_json(copy, "inspect", "r")
-    assert code == 1 and out["error"].startswith(FOREIGN[len("Nexus: ") :]), out
-    assert "new, unused id" in out["error"]
+    assert code == 1 and out["error"] == FOREIGN[len("Nexus: ") :], out
+    assert "new, unused id" in out["hint"]
     assert tree_bytes(copy) == before
 
 

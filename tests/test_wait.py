@@ -211,7 +211,8 @@ def test_task_option_settles_on_that_task_and_its_dependencies(project: Project)
     assert json.loads(done.stdout) == {
         "schemaVersion": 1,
         "status": "error",
-        "error": "Unknown task: zz (run demo has a, b, c)",
+        "error": "Unknown task: zz",
+        "hint": "Run demo has a, b, c.",
     }
 
 
@@ -236,11 +237,12 @@ def test_watcher_errors_exit_1(project: Project, tmp_path: Path) -> None:
     assert done.returncode == 1 and "Run ID must use" in done.stderr
 
 
-def test_help_lists_every_exit_code_including_130() -> None:
+def test_help_lists_every_exit_code_including_130_and_143() -> None:
     help_text = subprocess.run(nexus_command("wait", "--help"), capture_output=True, text=True).stdout
     codes = [line.split()[0] for line in help_text.splitlines() if line.strip()[:1].isdigit()]
-    assert codes == ["0", "3", "4", "6", "1", "124", "130"]
+    assert codes == ["0", "3", "4", "6", "1", "124", "130", "143"]
     assert "130  interrupted (Ctrl+C)" in help_text
+    assert "143  terminated (SIGTERM)" in help_text
 
 
 def test_idle_timeout_exits_124_when_nothing_changes(project: Project) -> None:

@@ -10,9 +10,10 @@ from typing import NoReturn
 
 import click
 
-from ..cli import _fail as fail
 from ..errors import NexusError
+from ..output import write_bytes
 from ..paths import root_of
+from ..refusal import refuse
 from ..supervise.command import run_click
 from ..supervise.events import _message
 from . import FORMATS, build_report, render
@@ -81,14 +82,16 @@ def report_command(run: str, form: str, output: str | None, directory: str) -> N
         if output is not None:
             write_new_file(output, data, root_of(directory))
         else:
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+            write_bytes(sys.stdout, data)
     except NexusError as error:
-        fail(error.message, False)
+        refuse(error, False)
     except OSError as error:
-        fail(_message(error), False)
+        refuse(NexusError(_message(error)), False)
     except Exception as error:  # a bug of ours: still a clean error line, never a traceback
-        fail(f"Internal error ({type(error).__name__}: {error}); nothing was changed. Please report it.", False)
+        refuse(
+            NexusError(f"Internal error ({type(error).__name__}: {error}); nothing was changed.", "Please report it."),
+            False,
+        )
 
 
 def report_main(argv: list[str]) -> NoReturn:

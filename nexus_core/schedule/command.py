@@ -14,44 +14,44 @@ from typing import Any, NoReturn
 import click
 
 from .. import canonical
-from ..cli import _fail as fail
 from ..errors import NexusError
+from ..output import write
+from ..refusal import refuse
 from ..supervise.command import run_click
 from ..supervise.loop import LoopStop
-from ..terminal import terminal_safe
+from ..terminal import terminal_safe, terminal_safe_json
 from ..timeutil import parse_iso_ms
-from . import core
+from . import core, db
 from .rules import local_zone_name, zone_of
 from .runner import TEST_CLOCK_ENV, Clock, run_scheduler
 
 DIRECTORY_HELP = "Project directory (default: the current one)."
 
 
-def _write(stream: Any, text: str) -> None:
-    stream.buffer.write(text.encode("utf-8", "replace"))
-    stream.buffer.flush()
-
-
 def _out(text: str) -> None:
-    _write(sys.stdout, text)
+    write(sys.stdout, text)
 
 
 def _err(text: str) -> None:
-    _write(sys.stderr, text)
+    write(sys.stderr, text)
+
+
+def _json(value: dict[str, Any]) -> str:
+    """A subcommand's --json object: C1, bidi controls and separators in a title or a reason
+    written as \\u escapes (the same values), like wait's and the scheduler's JSON lines."""
+    return terminal_safe_json(canonical.pretty(value)) + "\n"
 
 
 def _guarded(as_json: bool, action: Callable[[], tuple[dict[str, Any], str]]) -> NoReturn:
     """Run one subcommand: its JSON object or its words, or the error line and exit 1."""
     try:
         result, words = action()
-    except NexusError as error:
-        fail(error.message, as_json)
+    except (NexusError, OSError) as error:
+        refuse(error, as_json, ours=True)
     except sqlite3.Error as error:
-        fail(f"The schedules database could not be used ({error}); nothing was changed.", as_json)
-    except OSError as error:
-        fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), as_json)
+        refuse(NexusError(f"{db.failure_words(error)}; nothing was changed."), as_json, ours=True)
     if as_json:
-        _out(canonical.pretty({"schemaVersion": 1, **result}) + "\n")
+        _out(_json({"schemaVersion": 1, **result}))
     else:
         _out(words + "\n")
     sys.exit(0)
@@ -326,12 +326,10 @@ def scheduler_command(directories: tuple[str, ...], event_log: str | None) -> No
         result = run_scheduler(
             list(directories) or ["."], emit=_out, say=_err, event_log=event_log, clock=clock, stop=stop
         )
-    except NexusError as error:
-        fail(error.message, False)
+    except (NexusError, OSError) as error:
+        refuse(error, False, ours=True)
     except sqlite3.Error as error:
-        fail(f"The schedules database could not be used ({error}).", False)
-    except OSError as error:
-        fail(f"{error.strerror}: {error.filename}" if error.filename else str(error), False)
+        refuse(NexusError(f"{db.failure_words(error)}."), False, ours=True)
     finally:
         for number, handler in previous.items():
             with contextlib.suppress(ValueError, TypeError):

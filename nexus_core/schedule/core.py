@@ -198,7 +198,7 @@ def _new_id(connection: sqlite3.Connection) -> str:
 def _row(connection: sqlite3.Connection, schedule_id: str) -> sqlite3.Row:
     row = connection.execute("SELECT * FROM schedules WHERE id = ?", (schedule_id,)).fetchone()
     if row is None:
-        raise NexusError(f"Unknown schedule: {schedule_id} (nexus schedule list shows them)")
+        raise NexusError(f"Unknown schedule: {schedule_id}", "nexus schedule list shows them.")
     return row  # type: ignore[no-any-return]
 
 
@@ -222,7 +222,7 @@ def list_schedules(directory: str, *, read_only: bool = False) -> list[dict[str,
 def show_schedule(directory: str, schedule_id: str) -> dict[str, Any]:
     with db.opened(_existing(directory)) as connection:
         if connection is None:
-            raise NexusError(f"Unknown schedule: {schedule_id} (this project has no schedules)")
+            raise NexusError(f"Unknown schedule: {schedule_id}", "This project has no schedules.")
         shown = schedule_json(connection, _row(connection, schedule_id))
         shown["occurrences"] = [occurrence_json(r) for r in _history(connection, schedule_id, HISTORY_SHOWN)]
         return shown
@@ -238,7 +238,7 @@ def _history(connection: sqlite3.Connection, schedule_id: str, limit: int | None
 def schedule_runs(directory: str, schedule_id: str) -> list[dict[str, Any]]:
     with db.opened(_existing(directory)) as connection:
         if connection is None:
-            raise NexusError(f"Unknown schedule: {schedule_id} (this project has no schedules)")
+            raise NexusError(f"Unknown schedule: {schedule_id}", "This project has no schedules.")
         _row(connection, schedule_id)
         return [occurrence_json(r) for r in reversed(_history(connection, schedule_id, None))]
 
@@ -247,7 +247,7 @@ def set_paused(directory: str, schedule_id: str, paused: bool, now: int) -> dict
     """Pausing stops firing; resuming counts from now (time spent paused is not caught up)."""
     with db.opened(_existing(directory)) as connection:
         if connection is None:
-            raise NexusError(f"Unknown schedule: {schedule_id} (this project has no schedules)")
+            raise NexusError(f"Unknown schedule: {schedule_id}", "This project has no schedules.")
         with db.transaction(connection):
             row = _row(connection, schedule_id)
             if bool(row["paused"]) != paused:
@@ -262,7 +262,7 @@ def set_paused(directory: str, schedule_id: str, paused: bool, now: int) -> dict
 def delete_schedule(directory: str, schedule_id: str) -> dict[str, Any]:
     with db.opened(_existing(directory)) as connection:
         if connection is None:
-            raise NexusError(f"Unknown schedule: {schedule_id} (this project has no schedules)")
+            raise NexusError(f"Unknown schedule: {schedule_id}", "This project has no schedules.")
         with db.transaction(connection):
             shown = schedule_json(connection, _row(connection, schedule_id))
             connection.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,))
@@ -274,7 +274,7 @@ def request_run(directory: str, schedule_id: str, now: int) -> dict[str, Any]:
     may not live to finish. Says whether a runner has been seen lately."""
     with db.opened(_existing(directory)) as connection:
         if connection is None:
-            raise NexusError(f"Unknown schedule: {schedule_id} (this project has no schedules)")
+            raise NexusError(f"Unknown schedule: {schedule_id}", "This project has no schedules.")
         with db.transaction(connection):
             _row(connection, schedule_id)
             due = now

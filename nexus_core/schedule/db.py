@@ -27,8 +27,10 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
+from .. import state_dirs
 from ..errors import NexusError
-from ..store import make_dirs, unsafe_reason
+from ..paths import RefusedFile, open_regular
+from ..store import make_dirs, remove_made_dirs, unsafe_reason
 from ..timeutil import iso_from_ms, now_ms
 from . import DB_REL
 
@@ -95,8 +97,8 @@ def db_path(root: str) -> str:
 
 def _refuse(path: str, why: str) -> NexusError:
     return NexusError(
-        f"The schedules database {path} {why}; it was not used or changed. "
-        "Move it away to start a new one (the schedules it holds are then gone)."
+        f"The schedules database {path} {why}; it was not used or changed.",
+        "Move it away to start a new one (the schedules it holds are then gone).",
     )
 
 
@@ -112,7 +114,9 @@ def _check_file(path: str) -> bool:
     if reason:
         raise _refuse(path, f"is unsafe ({reason})")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd, _info = open_regular(path, checked=info)
+    except RefusedFile as error:
+        raise _refuse(path, f"is unsafe ({error.reason})") from None
     except OSError as error:
         raise _refuse(path, f"cannot be read ({error.strerror})") from None
     try:
@@ -188,16 +192,21 @@ def _migrate(connection: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> None
             connection.execute(f"PRAGMA user_version = {version}")
             connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            rollback(connection)
             raise
 
 
 def _create(path: str) -> None:
     """A complete new database, linked into place; losing the race to another creator is fine."""
-    make_dirs(os.path.dirname(path))
+    made = make_dirs(os.path.dirname(path))
     temporary = f"{path}.{uuid.uuid4()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        remove_made_dirs(made)  # a refusal leaves nothing behind
+        raise
     os.close(fd)
+    linked = False
     try:
         connection = _connect(temporary, read_only=False)
         try:
@@ -216,9 +225,12 @@ def _create(path: str) -> None:
             os.close(fd)
         with contextlib.suppress(FileExistsError):
             os.link(temporary, path)
+        linked = True
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+        if not linked:
+            remove_made_dirs(made)
 
 
 def exists(root: str) -> bool:
@@ -229,6 +241,8 @@ def connect_checked(root: str, *, create: bool = False, read_only: bool = False)
     """The checked database, open (None when it does not exist and ``create`` is False); the
     caller closes it."""
     path = db_path(root)
+    if not read_only:
+        state_dirs.check(root)  # a database another user's directory holds could be swapped under us
     if not _check_file(path):
         if not create:
             return None
@@ -266,9 +280,27 @@ def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield connection
     except BaseException:
-        connection.execute("ROLLBACK")
+        rollback(connection)
         raise
     connection.execute("COMMIT")
+
+
+def rollback(connection: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already: after "database or disk is
+    full" (and other I/O errors) it rolls back by itself, and a second ROLLBACK would raise
+    "cannot rollback - no transaction is active" over the real cause."""
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
+
+
+def failure_words(error: sqlite3.Error, root: str | None = None) -> str:
+    """What went wrong with the schedules database (of ``root``, when known), in words: a full
+    disk (SQLITE_FULL) named plainly, else SQLite's message. The one wording of the schedule
+    commands and the runner."""
+    name = "The schedules database" if root is None else f"The schedules database {db_path(root)}"
+    if getattr(error, "sqlite_errorname", None) == "SQLITE_FULL" or "database or disk is full" in str(error):
+        return f"{name} could not be written: the disk that holds it is full (SQLite: {error})"
+    return f"{name} could not be used ({error})"
 
 
 def inventory_summary(root: str) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NexusError
+from ..errors import NexusError, message_of
 from ..paths import root_of
 from ..supervise.events import Event, EventLog, Snapshot, _Events, check_log_path, derive_events, json_line
 from ..supervise.loop import LoopStop, TickCache, run_tick, tick_summary
@@ -29,6 +29,10 @@ from .rules import duration_text
 
 SCAN_SECONDS = 60.0
 CHANGE_POLL_SECONDS = 0.5
+# A project whose database fails (a full disk, an I/O error) is retried after this long,
+# doubling up to RETRY_MAX_SECONDS: the runner keeps serving its other projects, never exits.
+RETRY_FIRST_SECONDS = 5.0
+RETRY_MAX_SECONDS = 300.0
 TEST_CLOCK_ENV = "NEXUS_SCHEDULER_TEST_CLOCK"
 
 
@@ -75,6 +79,25 @@ class Project:
     caches: dict[str, TickCache] = field(default_factory=dict)
     announced_missing: bool = False
     refused: tuple[int, int, int] | None = None  # the file last refused (inode, size, mtime)
+    retry_at: float | None = None  # time.monotonic() of the next try after a failure
+    retry_seconds: float = 0.0  # the current back-off (0: none)
+    # Outcomes of occurrences run but not yet recorded (the database failed): recorded first on
+    # the next scan, so a claim of this live runner never stays "claimed" for good.
+    unrecorded: list[tuple[core.Claim, str, str]] = field(default_factory=list)
+
+    def waiting(self) -> bool:
+        """True while this project backs off after a failure."""
+        return self.retry_at is not None and time.monotonic() < self.retry_at
+
+    def failed(self) -> float:
+        """Back off after a failure; the seconds until the next try."""
+        self.retry_seconds = min(RETRY_MAX_SECONDS, max(RETRY_FIRST_SECONDS, self.retry_seconds * 2))
+        self.retry_at = time.monotonic() + self.retry_seconds
+        self.close()  # reopened (and checked again) on the next try
+        return self.retry_seconds
+
+    def recovered(self) -> None:
+        self.retry_at, self.retry_seconds = None, 0.0
 
     def close(self) -> None:
         if self.connection is not None:
@@ -180,7 +203,14 @@ def run_scheduler(
         while not stop.requests:
             soonest: int | None = None
             for project in projects:
-                wake = _scan(project, runner, clock, stop, send, talk, result)
+                if project.waiting():
+                    continue
+                try:
+                    wake = _scan(project, runner, clock, stop, send, talk, result)
+                except (sqlite3.Error, OSError) as error:
+                    _project_failed(project, error, clock, send, talk)
+                    continue
+                project.recovered()
                 if wake is not None:
                     soonest = wake if soonest is None else min(soonest, wake)
             if stop.requests:
@@ -197,6 +227,22 @@ def run_scheduler(
         if log is not None:
             log.close()
     return result
+
+
+def _project_failed(
+    project: Project,
+    error: sqlite3.Error | OSError,
+    clock: Clock,
+    send: Callable[[Event], None],
+    talk: Callable[[str], None],
+) -> None:
+    """A project's database failed (a full disk...): say so, back off, retry; never exit (under
+    systemd an exit would only restart into the same failure)."""
+    words = db.failure_words(error, project.root) if isinstance(error, sqlite3.Error) else message_of(error)
+    seconds = project.failed()
+    pending = f"; {len(project.unrecorded)} outcome(s) wait to be recorded" if project.unrecorded else ""
+    send(_event("scheduler-error", clock.now_ms(), project=project.root, error=words, retryIn=seconds))
+    talk(f"{project.root}: {words}{pending}; trying again in {seconds:g} s")
 
 
 def _event(kind: str, at_ms: int, run: str | None = None, sequence: int | None = None, **extra: Any) -> Event:
@@ -235,6 +281,16 @@ def _scan(
             project.announced_missing = True
         return None
     project.announced_missing = False
+    while project.unrecorded:
+        waiting, status, reason = project.unrecorded[0]
+        if core.finish(connection, waiting, runner, status, reason, clock.now_ms()):
+            talk(f"occurrence {waiting.occurrence} of schedule {waiting.schedule} recorded at last: {status}: {reason}")
+        else:
+            talk(f"  occurrence {waiting.occurrence} was no longer ours (schedule deleted?); outcome not recorded")
+        project.unrecorded.pop(0)
+        _count(result, status)
+        recorded = core.occurrence_row(connection, waiting.occurrence) or _claim_row(waiting, status, reason)
+        send(_finished_event(recorded, clock.now_ms(), waiting.run, None))
     while not stop.requests:
         scan = core.claim_next(connection, runner, clock.now_ms())
         project.data_version = scan.data_version
@@ -323,10 +379,23 @@ def _run_occurrence(
     status, reason = _verdict(claim, outcome, started)
     if snapshot.view is not None and outcome.busy is None:
         project.previous[run_id] = snapshot
-    if not core.finish(connection, claim, runner, status, reason, clock.now_ms()):
+    try:
+        finished = core.finish(connection, claim, runner, status, reason, clock.now_ms())
+    except sqlite3.Error:
+        project.unrecorded.append((claim, status, reason))  # recorded once the database works again
+        talk(f"  {status}: {reason} (not recorded yet)")
+        raise
+    if not finished:
         talk(f"  occurrence {claim.occurrence} was no longer ours (schedule deleted?); outcome not recorded")
     _count(result, status)
-    row = core.occurrence_row(connection, claim.occurrence) or {
+    row = core.occurrence_row(connection, claim.occurrence) or _claim_row(claim, status, reason)
+    send(_finished_event(row, clock.now_ms(), run_id, snapshot.sequence))
+    talk(f"  {status}: {reason}")
+
+
+def _claim_row(claim: core.Claim, status: str, reason: str) -> dict[str, Any]:
+    """An occurrence's row as the database would give it (when it no longer has it)."""
+    return {
         "schedule": claim.schedule,
         "id": claim.occurrence,
         "trigger": claim.trigger,
@@ -334,8 +403,6 @@ def _run_occurrence(
         "status": status,
         "reason": reason,
     }
-    send(_finished_event(row, clock.now_ms(), run_id, snapshot.sequence))
-    talk(f"  {status}: {reason}")
 
 
 def _tick_events(previous: Snapshot | None, snapshot: Snapshot, run_id: str) -> list[Event]:
@@ -372,8 +439,15 @@ def _verdict(claim: core.Claim, outcome: Any, started: float) -> tuple[str, str]
         return "failed", "the runner was stopped during a verification, which goes on by itself"
     if claim.max_duration_ms is not None and (time.monotonic() - started) * 1000 > claim.max_duration_ms:
         return "failed", f"maximum duration {limit} exceeded"
-    verified = "".join(f"; verified {task}: {status}" for task, status in outcome.verified.items())
-    return "fired", tick_summary(snapshot) + verified
+    verified = "".join(
+        f"; verify {task} refused: {outcome.refused[task]}"
+        if task in outcome.refused
+        else f"; verified {task}: {status}"
+        for task, status in outcome.verified.items()
+    )
+    # A verification asked for and refused (a full disk, a verification left running...) is a
+    # failed occurrence: what it was scheduled to do did not happen.
+    return ("failed" if outcome.refused else "fired"), tick_summary(snapshot) + verified
 
 
 def _sleep(projects: list[Project], clock: Clock, stop: LoopStop, soonest: int | None, scan_seconds: float) -> None:
@@ -388,8 +462,15 @@ def _sleep(projects: list[Project], clock: Clock, stop: LoopStop, soonest: int |
             remaining = min(remaining, clock.real_seconds(soonest - now))
         if remaining <= 0:
             return
+        retry = min((p.retry_at for p in projects if p.retry_at is not None), default=None)
+        if retry is not None:
+            remaining = min(remaining, retry - time.monotonic())
+            if remaining <= 0:
+                return
         stop.event.wait(min(CHANGE_POLL_SECONDS, remaining))
         for project in projects:
+            if project.waiting():
+                continue  # its database failed: looked at again when its back-off ends
             try:
                 if project.changed():
                     return

@@ -12,6 +12,8 @@ from typing import NoReturn
 import click
 
 from ..errors import NexusError
+from ..output import write
+from ..refusal import refuse
 from ..terminal import terminal_safe
 from .classify import EXIT_ERROR, EXIT_INTERRUPTED
 from .events import _message, json_line
@@ -22,20 +24,19 @@ from .wait import summary_object, wait_for_run
 
 
 def _out(text: str) -> None:
-    sys.stdout.buffer.write(text.encode("utf-8", "replace"))
-    sys.stdout.buffer.flush()
+    write(sys.stdout, text)
 
 
 def _err(text: str) -> None:
-    sys.stderr.buffer.write(text.encode("utf-8", "replace"))
-    sys.stderr.buffer.flush()
+    write(sys.stderr, text)
 
 
-def _fail(message: str, as_json: bool) -> NoReturn:
-    if as_json:
-        _out(json_line({"schemaVersion": 1, "status": "error", "error": message}))
-    _err(f"Nexus: {terminal_safe(message, one_line=True)}\n")
-    raise SystemExit(EXIT_ERROR)
+def _fail(error: BaseException, as_json: bool) -> NoReturn:
+    """A refusal as every nexus command prints one; with --json the envelope on stdout and, as
+    the outcome line of a wait, the human lines on stderr too."""
+    if isinstance(error, OSError) and not isinstance(error, NexusError):
+        error = NexusError(_message(error))
+    refuse(error, as_json, human_too=True, ours=True)
 
 
 def _seconds(_ctx: click.Context, _param: click.Parameter, value: str) -> float:
@@ -47,6 +48,18 @@ def _seconds(_ctx: click.Context, _param: click.Parameter, value: str) -> float:
     if not math.isfinite(number) or number < 0 or number > 10**9:
         raise click.BadParameter(f"{value!r} is not a number of seconds between 0 and 1000000000")
     return number
+
+
+INTERRUPTED_LINE = "nexus wait: interrupted; nothing was changed.\n"
+EXIT_TERMINATED = 143  # 128 + SIGTERM, what the shell reports for a command it terminated
+
+
+class _Terminated(BaseException):  # like KeyboardInterrupt: no "except Exception" swallows it
+    """SIGTERM reached ``nexus wait``: it ends as after Ctrl+C, with the same line."""
+
+
+def _on_term(_number: int, _frame: FrameType | None) -> None:
+    raise _Terminated
 
 
 WAIT_HELP = """Block until RUN settles, streaming one JSON event per line on stdout.
@@ -63,6 +76,7 @@ Read-only: never takes a lock, never writes state. Exit codes:
   1    the watcher's own error (unknown run or task, unreadable project)
   124  no change for --idle-timeout seconds
   130  interrupted (Ctrl+C); nothing was changed
+  143  terminated (SIGTERM); nothing was changed
 A task that can be started (dependencies accepted) or is running or
 verifying keeps the wait going. The last stderr line states the outcome.
 """
@@ -116,6 +130,7 @@ def wait_command(
     force_polling: bool,
     directory: str,
 ) -> None:
+    previous_term = signal.signal(signal.SIGTERM, _on_term)
     try:
         result = wait_for_run(
             directory,
@@ -126,14 +141,18 @@ def wait_command(
             event_log=event_log,
             emit=_out,
             force_polling=force_polling,
+            warn=lambda text: _err(f"nexus wait: warning: {terminal_safe(text, one_line=True)}\n"),
         )
-    except NexusError as error:
-        _fail(error.message, as_json)
-    except OSError as error:
-        _fail(_message(error), as_json)
+    except (NexusError, OSError) as error:
+        _fail(error, as_json)
     except KeyboardInterrupt:
-        _err("nexus wait: interrupted; nothing was changed.\n")
+        _err(INTERRUPTED_LINE)
         raise SystemExit(EXIT_INTERRUPTED) from None
+    except _Terminated:
+        _err(INTERRUPTED_LINE)
+        raise SystemExit(EXIT_TERMINATED) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
     if as_json:
         _out(json_line(summary_object(run, task_id, result)))
     if result.code == EXIT_ERROR:
@@ -152,7 +171,7 @@ def loop_command(run: str, interval: str, verify: bool, directory: str) -> None:
     try:
         every = parse_interval(interval)
     except NexusError as error:
-        _fail(error.message, False)
+        _fail(error, False)
     stop = LoopStop()
 
     def on_signal(_number: int, _frame: FrameType | None) -> None:
@@ -169,10 +188,8 @@ def loop_command(run: str, interval: str, verify: bool, directory: str) -> None:
     )
     try:
         result = run_loop(directory, run, every, verify=verify, emit=_out, stop=stop)
-    except NexusError as error:
-        _fail(error.message, False)
-    except OSError as error:
-        _fail(_message(error), False)
+    except (NexusError, OSError) as error:
+        _fail(error, False)
     finally:
         for number, handler in previous.items():
             with contextlib.suppress(ValueError, TypeError):

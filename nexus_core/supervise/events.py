@@ -17,6 +17,7 @@ from ..engine import latest
 from ..errors import NexusError
 from ..locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from ..observe import inspect_loaded
+from ..paths import read_regular
 from ..shapes import Attempt, Inspection, JsonObject, LockSnapshot, Observation, Task, Verification
 from ..snapshots import observational_hashes
 from ..store import BASE, parse_run, read_state_bytes, run_path
@@ -28,6 +29,7 @@ Event = JsonObject
 Emit = Callable[[str], None]
 
 LOCK_NAMES = {"writer": WRITER_LOCK, "recovery": RECOVERY_LOCK}
+RECOVERY_RECEIPT_LIMIT = 1024 * 1024  # a receipt is a few hundred bytes; anything larger is not one
 
 # ----------------------------------------------------------------- snapshots
 
@@ -69,25 +71,36 @@ def _lock_view(root: str, rel: str) -> LockSnapshot | None:
 
 
 def _recovery_receipts(root: str, known: dict[str, JsonObject]) -> dict[str, JsonObject]:
-    """Lock-recovery receipts by file name; receipts never change, so known ones are reused."""
+    """Lock-recovery receipts by file name; receipts never change, so known ones are reused.
+
+    The directory is never followed through a symlink, and only regular files are read (never
+    waiting on a FIFO): what another user plants there cannot stall a watcher."""
     try:
-        names = os.listdir(os.path.join(root, LOCK_RECOVERY_DIR))
+        fd = os.open(os.path.join(root, LOCK_RECOVERY_DIR), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return {}
     found: dict[str, JsonObject] = {}
-    for name in names:
-        if not name.endswith(".json"):
-            continue
-        if name in known:
-            found[name] = known[name]
-            continue
-        try:
-            with open(os.path.join(root, LOCK_RECOVERY_DIR, name), "rb") as handle:
-                receipt = canonical.parse(handle.read(1024 * 1024).decode("utf-8", "replace"))
-        except (OSError, ValueError, RecursionError):
-            continue
-        if isinstance(receipt, dict):
-            found[name] = receipt
+    try:
+        with os.scandir(fd) as listing:
+            entries = [entry for entry in listing if entry.name.endswith(".json")]
+        for entry in entries:
+            name = entry.name
+            if name in known:
+                found[name] = known[name]
+                continue
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                raw = read_regular(name, RECOVERY_RECEIPT_LIMIT, dir_fd=fd)
+                receipt = canonical.parse(raw.decode("utf-8", "replace"))
+            except (OSError, ValueError, RecursionError):
+                continue  # swapped for a FIFO, oversized or unparsable: not a receipt
+            if isinstance(receipt, dict):
+                found[name] = receipt
+    except OSError:
+        return found
+    finally:
+        os.close(fd)
     return found
 
 

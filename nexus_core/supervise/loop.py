@@ -128,6 +128,7 @@ class VerifyResult:
     finished: bool
     status: str | None = None
     timed_out: bool = False
+    refusal: str | None = None  # verify refused to run: its error, as --json gave it
 
 
 def verify_in_own_process_group(
@@ -188,25 +189,29 @@ def verify_in_own_process_group(
             child.communicate()
             say(f"  the verification of {task_id} did not stop by itself; its process group was killed")
             return VerifyResult(False, None, True)
-    return VerifyResult(True, _verified_status(output, child.returncode, task_id, say), interrupted_at is not None)
+    status, refusal = _verified_status(output, child.returncode, task_id, say)
+    return VerifyResult(True, status, interrupted_at is not None, refusal)
 
 
-def _verified_status(output: bytes, exit_code: int, task_id: str, say: Callable[[str], None]) -> str | None:
-    """The verification status in a finished ``nexus verify --json``'s output, said as it is."""
+def _verified_status(
+    output: bytes, exit_code: int, task_id: str, say: Callable[[str], None]
+) -> tuple[str | None, str | None]:
+    """(the verification status, or why verify refused or gave nothing) in a finished
+    ``nexus verify --json``'s output, said as it is."""
     try:
         result = canonical.parse(output.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
         result = None
-    status: str | None = None
     if isinstance(result, dict) and isinstance(result.get("tasks"), list):
         task: Task = next((t for t in result["tasks"] if t.get("id") == task_id), Task())
         status = _dict((latest(task) or {}).get("verification")).get("status")
         say(f"  verified {task_id}: {status}")
-    elif isinstance(result, dict) and "error" in result:
+        return status, None
+    if isinstance(result, dict) and "error" in result:
         say(f"  verify {task_id} refused: {result['error']}")
-    else:
-        say(f"  verify {task_id} ended with exit {exit_code} and no readable result")
-    return status
+        return None, str(result["error"])
+    say(f"  verify {task_id} ended with exit {exit_code} and no readable result")
+    return None, f"ended with exit {exit_code} and no readable result"
 
 
 @dataclass
@@ -217,6 +222,7 @@ class TickOutcome:
     snapshot: Snapshot
     busy: str | None = None
     verified: dict[str, str | None] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # verify refused (or gave nothing): why
     stopped: bool = False
     timed_out: str | None = None
 
@@ -251,6 +257,8 @@ def run_tick(
             say(f"  verifying {task_id}...")
             result = verify_in_own_process_group(root, run_id, task_id, say, stop, deadline)
             outcome.verified[task_id] = result.status
+            if result.refusal is not None:
+                outcome.refused[task_id] = result.refusal
             if result.timed_out:
                 outcome.timed_out = task_id
             if not result.finished or result.timed_out:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .. import state_dirs
 from ..errors import NexusError
 from ..paths import root_of
 from ..shapes import JsonObject
@@ -97,7 +98,7 @@ def _check_target(first: Snapshot, run_id: str, task_id: str | None) -> None:
         raise NexusError(first.error or f"Unknown run: {run_id}")
     if task_id is not None and first.view is not None and task_id not in {t["id"] for t in first.view["tasks"]}:
         names = ", ".join(t["id"] for t in first.view["tasks"])
-        raise NexusError(f"Unknown task: {task_id} (run {run_id} has {names})")
+        raise NexusError(f"Unknown task: {task_id}", f"Run {run_id} has {names}.")
 
 
 @dataclass
@@ -133,8 +134,10 @@ def wait_for_run(
     force_polling: bool = False,
     monotonic: Callable[[], float] = time.monotonic,
     wakes: Iterator[str] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> WaitResult:
-    """Watch until the run settles (see ``verdict_for``); ``emit`` receives each JSON line.
+    """Watch until the run settles (see ``verdict_for``); ``emit`` receives each JSON line,
+    ``warn`` what the operator should fix (a state directory others can write).
 
     Raises NexusError for the watcher's own errors (unknown run or task, unreadable project,
     an existing event log); everything else is an exit code in the result.
@@ -165,6 +168,12 @@ def wait_for_run(
         extra: JsonObject = {"mode": mode, "idleTimeout": idle_timeout, "settleGrace": settle_grace}
         if current.error is not None:
             extra["error"] = current.error
+        unsafe = state_dirs.problems(root)
+        if unsafe:
+            extra["unsafeStateDirectories"] = state_dirs.as_json(unsafe)
+            for unsafe_directory in unsafe:
+                if warn is not None:
+                    warn(unsafe_directory.warning())
         started.add("watch-started", task_id, **extra)
         send(started.items[0])
         last_change = monotonic()

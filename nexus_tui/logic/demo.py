@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexus_core import canonical, engine, process, timeutil
-from nexus_core.errors import message_of
+from nexus_core.errors import explained
 from nexus_core.hostinfo import hostname as this_hostname
 from nexus_core.locks import WRITER_LOCK
 from nexus_core.shapes import JsonObject
@@ -535,7 +535,7 @@ def main(argv: list[str]) -> int:
     try:
         info = build_demo(argv[0], progress=lambda line: say("step", line))
     except Exception as error:
-        say("error", message_of(error))
+        say("error", explained(error))
         return 1
     for note in info.notes:
         say("note", note)

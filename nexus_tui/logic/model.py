@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from nexus_core import needs, observe
+from nexus_core import needs, observe, state_dirs
 from nexus_core.engine import is_active, latest
-from nexus_core.errors import message_of
+from nexus_core.errors import explained
 from nexus_core.hostinfo import owner_liveness, usable_pid
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
 from nexus_core.needs import Need
@@ -172,6 +172,8 @@ class ProjectSnapshot:
     error: str | None = None
     stray_temp_files: int = 0
     changed: frozenset[str] = field(default_factory=frozenset)
+    # State directories another user owns or may write, in the core's words (state_dirs).
+    unsafe_directories: tuple[str, ...] = ()
     # Everything in the project that waits on a person (locks, runs, tasks, schedules), oldest first.
     needs: tuple[Need, ...] = ()
 
@@ -437,6 +439,7 @@ def _inventory(root: str) -> JsonObject:
         "lock": lock_snapshot(root, WRITER_LOCK),
         "recoveryLock": lock_snapshot(root, RECOVERY_LOCK),
         "strayTempFiles": len(list_temp_files(root)),
+        "unsafeStateDirectories": [d.warning() for d in state_dirs.problems(root)],
     }
 
 
@@ -526,7 +529,7 @@ class ProjectScanner:
                 writer_lock=LockView("writer.lock", False),
                 recovery_lock=LockView("recovery.lock", False),
                 scanned_at_ms=moment,
-                error=message_of(error),
+                error=explained(error),
             )
         run_ids: list[str] = inventory["runIds"]
         locks = (inventory.get("lock"), inventory.get("recoveryLock"))
@@ -551,6 +554,7 @@ class ProjectScanner:
                 scanned_at_ms=moment,
                 stray_temp_files=int(inventory.get("strayTempFiles") or 0),
                 changed=frozenset(changed),
+                unsafe_directories=tuple(inventory["unsafeStateDirectories"]),
                 needs=self._project_needs(root, runs, locks),
             )
 
@@ -645,7 +649,7 @@ class ProjectScanner:
             run = self._load(root, run_id, memo, stamp, need_run)
         except Exception as error:
             memo.stamp, memo.digest, memo.run = stamp, None, None
-            return _broken_view(run_id, previous, message_of(error))
+            return _broken_view(run_id, previous, explained(error))
         if run is None:
             return self._unchanged(run_id, previous, memo, moment, retime)
         try:
@@ -656,7 +660,7 @@ class ProjectScanner:
                 root, run, memo, task_keys, previous if reusable else None, locks, moment
             )
         except Exception as error:
-            return _broken_view(run_id, previous, message_of(error))
+            return _broken_view(run_id, previous, explained(error))
         _remember(memo, run, task_keys, is_focus)
         view = build_view(run_id, inspection, is_focus, unchanged_rows, moment, root)
         if previous is not None and _same_view(previous, view):

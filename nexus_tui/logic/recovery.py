@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from nexus_core import canonical, needs
 from nexus_core.engine import latest
-from nexus_core.errors import NexusError, message_of
+from nexus_core.errors import NexusError, explained
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import (
     LOCK_RECOVERY_DIR,
@@ -23,7 +23,7 @@ from nexus_core.locks import (
     recovery_lock_removal,
 )
 from nexus_core.observe import inspect_loaded
-from nexus_core.paths import root_of
+from nexus_core.paths import read_regular, root_of
 from nexus_core.plan import normalize_plan
 from nexus_core.shapes import (
     Attempt,
@@ -37,7 +37,8 @@ from nexus_core.shapes import (
     Verification,
 )
 from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
-from nexus_core.store import RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
+from nexus_core.state_dirs import directory_problem
+from nexus_core.store import LOAD_LIMIT, RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
 from nexus_core.timeutil import now_ms
 from nexus_core.words import json_word
 
@@ -236,11 +237,10 @@ def _plan_from_bytes(root: str, run_id: str) -> tuple[Plan | None, str | None]:
     """The stored plan of an unreadable run file, when it can still be trusted."""
     path = os.path.join(root, run_path(run_id))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # Never blocks: a FIFO (or anything but a regular file) at the run's name is refused.
+        raw = read_regular(path, LOAD_LIMIT)
     except OSError as error:
         return None, f"the run file cannot be read ({error.strerror})"
-    with os.fdopen(fd, "rb") as handle:
-        raw = handle.read(64 * 1024 * 1024)
     try:
         envelope = canonical.parse(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
@@ -272,7 +272,7 @@ def fresh_run(root: str, run_id: str, plan: Plan | None = None) -> FreshRun:
         try:
             normalize_plan(root, recovered)  # validation only: reads, never writes
         except NexusError as error:
-            create_problem = error.message
+            create_problem = explained(error)
         except OSError as error:
             create_problem = f"{error.strerror}: {error.filename}"
     return FreshRun(run_id, new_id, root, recovered, problem, create_problem)
@@ -294,11 +294,11 @@ def _private_directory(directory: str) -> int:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as error:
         raise NexusError(f"The plan cannot be saved in {directory}: {error.strerror}.") from None
-    info = os.fstat(fd)
-    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+    problem = directory_problem(os.fstat(fd))  # the rule every state directory follows
+    if problem is not None:
         os.close(fd)
         raise NexusError(
-            f"The plan is not saved in {directory}: other users can write there (or own it). "
+            f"The plan is not saved in {directory}: it is {problem}. "
             "Choose a directory only you can write to, such as one inside the project."
         )
     return fd
@@ -433,7 +433,7 @@ def lock_situations(root: str) -> list[Situation]:
 
 
 def unreadable_run_situation(root: str, run_id: str, error: BaseException) -> Situation:
-    message = message_of(error)
+    message = explained(error)
     advice = fresh_run(root, run_id)
     known = [f"Loading run {run_id} fails: {message}", "Nothing was repaired; the file is left exactly as it is."]
     if advice.plan is None:
@@ -583,7 +583,7 @@ def _resource_changed(facts: _TaskFacts) -> list[Situation]:
         changes = resource_changes(facts.root, facts.definition)
     except NexusError as error:
         changes = []
-        reason = error.message
+        reason = explained(error)
     else:
         reason = facts.observation.get("staleReason") or ""
     return [
@@ -610,7 +610,7 @@ def _accepted(facts: _TaskFacts) -> list[Situation]:
         changes = evidence_changes(facts.root, facts.definition, facts.attempt)
         problem = None
     except NexusError as error:
-        changes, problem = [], error.message
+        changes, problem = [], explained(error)
     known = [f"{task_id} was accepted at {task.get('acceptedAt')}.", f"Now: {facts.observation.get('staleReason')}"]
     if problem:
         known.append(f"The scope cannot be snapshotted: {problem}")

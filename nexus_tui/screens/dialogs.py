@@ -115,7 +115,7 @@ class ActionDialog(NexusDialog[dict[str, Any] | None]):
         return Input(value=shown, placeholder=placeholder, id=key)
 
     def text_field(self, key: str, label: str, placeholder: str = "", value: str = "") -> ComposeResult:
-        yield Label(label, classes="field-label")
+        yield Label(plain(label), classes="field-label")  # may quote a task id or a fingerprint
         yield Input(value=value, placeholder=placeholder, id=key)
 
     def radio_field(self, key: str, label: str, choices: Iterable[str], default: str | None) -> ComposeResult:

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Static
 
-from nexus_core.errors import message_of
+from nexus_core.errors import explained
 from nexus_core.terminal import terminal_safe
 from nexus_core.words import json_word
 
@@ -123,7 +123,7 @@ class ProgressScreen(NexusDialog[dict[str, Any] | None]):
                 should_stop=self.stop_requested.is_set,
             )
         except Exception as error:  # every failure becomes a message; the app never crashes
-            self.post_message(self.Finished(None, message_of(error)))
+            self.post_message(self.Finished(None, explained(error)))
             return
         self.post_message(self.Finished(result, None))
 

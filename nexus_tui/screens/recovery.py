@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from nexus_core.errors import message_of
+from nexus_core.errors import explained
 from nexus_core.terminal import terminal_safe
 
 from ..logic import recovery
@@ -150,7 +150,7 @@ class RecoveryScreen(NexusDialog[str | None]):
             self.refuse_save(error_line, clash.message)
             return
         except Exception as error:  # shown, never raised: the screen stays usable
-            self.refuse_save(error_line, message_of(error))
+            self.refuse_save(error_line, explained(error))
             return
         self.saved_plan = path
         self.query_one("#save-plan", Button).disabled = True
@@ -173,8 +173,8 @@ class RecoveryScreen(NexusDialog[str | None]):
 
 
 def situation_label(situation: Situation) -> Text:
-    where = situation.run_id or "project"
-    return Text.assemble((f"[{where}] ", "dim"), plain(situation.title, one_line=True))
+    where = plain(f"[{situation.run_id or 'project'}] ", "dim", one_line=True)
+    return Text.assemble(where, plain(situation.title, one_line=True))
 
 
 class RecoveryListScreen(NexusDialog[Situation | None]):

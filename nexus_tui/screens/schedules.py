@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Label, Static
 
-from nexus_core.errors import NexusError
+from nexus_core.errors import NexusError, explained
 from nexus_core.schedule import core
 from nexus_core.terminal import terminal_safe
 
@@ -114,7 +114,7 @@ class SchedulesScreen(ModalScreen[None]):
         try:
             found = core.list_schedules(self.directory, read_only=True)
         except NexusError as error:
-            self.post_message(SchedulesLoaded(None, error.message))
+            self.post_message(SchedulesLoaded(None, explained(error)))
             return
         except Exception as error:  # sqlite3 or OS trouble: shown, never a crash
             self.post_message(SchedulesLoaded(None, f"{type(error).__name__}: {error}"))
@@ -193,7 +193,7 @@ class SchedulesScreen(ModalScreen[None]):
         try:
             words = perform(self.directory, action, schedule_id)
         except NexusError as error:
-            self.post_message(ActionDone(error.message, True))
+            self.post_message(ActionDone(explained(error), True))
             return
         except Exception as error:
             self.post_message(ActionDone(f"{type(error).__name__}: {error}", True))
@@ -202,5 +202,9 @@ class SchedulesScreen(ModalScreen[None]):
 
     @on(ActionDone)
     def _done(self, message: ActionDone) -> None:
-        self.notify(terminal_safe(message.words, one_line=True), severity="error" if message.error else "information")
+        self.notify(
+            terminal_safe(message.words, one_line=True),
+            severity="error" if message.error else "information",
+            markup=False,  # the words quote a schedule id, an error names a path
+        )
         self.reload()

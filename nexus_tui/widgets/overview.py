@@ -15,9 +15,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from nexus_core.terminal import terminal_safe
-
 from ..logic.discovery import ProjectSummary, order
+from .plain import plain
 from .render import themed
 
 COLUMNS = (
@@ -43,7 +42,7 @@ NEED_STYLE = {
 
 
 def summary_cells(label: str, summary: ProjectSummary | None) -> dict[str, Text]:
-    name = Text(terminal_safe(label, one_line=True), style="bold")
+    name = plain(label, "bold", one_line=True)
     if summary is None:
         return {
             "project": name,
@@ -136,9 +135,8 @@ class OverviewPane(Vertical):
     def table(self) -> OverviewTable:
         return self.query_one("#overview-table", OverviewTable)
 
-    def _title(self) -> str:
-        count = len(self.labels)
-        return terminal_safe(f"All projects under {self.root} ({count})", one_line=True)
+    def _title(self) -> Text:
+        return plain(f"All projects under {self.root} ({len(self.labels)})", one_line=True)
 
     def highlighted(self) -> int | None:
         """The project index of the row under the cursor."""

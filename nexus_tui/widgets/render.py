@@ -1,7 +1,8 @@
 """Rich text for cells, the detail pane and the status bar.
 
 Every value that comes from a run file (notes, summaries, check output, ids) goes into a
-``Text`` as plain text, never through markup: ``[red]`` in a summary shows as ``[red]``.
+``Text`` through :func:`plain` (``widgets/plain.py``), never through markup: ``[red]`` in a
+summary shows as ``[red]``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from textual.theme import BUILTIN_THEMES
 
 from nexus_core import needs
 from nexus_core.shapes import Attempt, Observation, TaskDefinition
-from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import age_text, duration_text, parse_iso_ms
 from nexus_core.words import json_word
 
 from ..logic.model import ATTENTION, NOT_STARTED, LockView, ProjectSnapshot, RunView, TaskRow
+from .plain import plain as plain  # untrusted text (widgets/plain.py), re-exported: render.plain
 
 # Colours are theme variables ("$success", "$error", ...): themed() resolves them with the
 # variables of the app's current theme, so the theme picker (T) recolours every state.
@@ -108,12 +109,6 @@ def command_label(path: str) -> str:
     return os.path.basename(path)
 
 
-def plain(value: object, style: str = "", *, one_line: bool = False) -> Text:
-    """Untrusted text: never parsed as markup; C0, DEL, C1 controls and lone surrogates shown
-    visibly by ``nexus_core.terminal.terminal_safe`` (no byte of it can act on the terminal)."""
-    return Text(terminal_safe(value, one_line=one_line), style=style, no_wrap=False)
-
-
 def value_cell(value: str) -> Text:
     return plain(value, value_style(value, ""))
 
@@ -189,7 +184,7 @@ def run_cells(view: RunView, snapshot: ProjectSnapshot, now: int, compact: bool 
         "stale": Text(str(view.stale), style=themed("bold $error")) if view.stale else Text("0", style="dim"),
         "overdue": Text(str(view.overdue), style=themed("bold $error")) if view.overdue else Text("0", style="dim"),
         "lock": lock_badge(snapshot),
-        "load": Text("⚠ " + view.error, style=themed("bold $error"))
+        "load": plain("⚠ " + view.error, themed("bold $error"), one_line=True)
         if view.error
         else Text("ok", style=themed("$success")),
         "updated": Text(age_text(view.updated_at, now).removesuffix(" ago"), style="dim"),
@@ -745,6 +740,9 @@ def status_text(
     text.append("\n")
     if snapshot.recovery_lock.hint:
         text.append(plain(snapshot.recovery_lock.hint, themed("$warning")))
+        text.append("\n")
+    for warning in snapshot.unsafe_directories:
+        text.append(plain(f"⚠ {warning}", themed("$warning")))
         text.append("\n")
     if narrow:
         text.append(plain(project_label, "bold"))

@@ -11,8 +11,8 @@ from dashboard_kit import eventually, loaded, quiet_app, select
 from project_kit import host_situations
 from tui_actions_support import make_project, process_task_plan, start, task_plan
 
+from nexus_core import actions as commands
 from nexus_core import observe, process
-from nexus_core.preconditions import state_allows
 from nexus_tui.logic.operations import OPERATIONS, Target
 from nexus_tui.logic.operations import base as operations_base
 from nexus_tui.logic.operations import process as process_operations
@@ -76,17 +76,18 @@ async def test_opening_a_dialog_reads_the_run_file_in_a_worker(tmp_path: Path, m
 
 
 def test_the_gate_agrees_with_the_cores_state_checks_on_every_host_situation(tmp_path: Path) -> None:
-    """Each per-task action's availability rule offers an action exactly when
-    nexus_core.preconditions says the core's state checks accept it (before: start was offered
-    on a task whose dependency was not accepted, which the core refuses)."""
+    """Each per-task action's availability is the core's table asked (nexus_core.actions.refusal):
+    offered exactly when its checks accept the task, refused in the words of the first one that
+    does not (before: start was offered on a task whose dependency was not accepted, which the
+    core refuses). tests/test_preconditions.py proves it over generated states."""
     project = host_situations(tmp_path / "p")
     run = observe.inspect_run(project.dir, "r1")
-    for name in ("start", "retry", "record", "reconcile", "cancel", "verify", "accept", "launch", "collect"):
+    for name in commands.per_task_actions():
         for task in run["tasks"]:
             target = Target(project.dir, run, task["id"], None)
-            mirrored = OPERATIONS[name].core_refusal(target) is None
-            assert mirrored == state_allows(name, run, task), (name, task["id"])
+            check = commands.refusal(name, run, task)
+            assert OPERATIONS[name].core_refusal(target) == (None if check is None else check.words), (name, task)
             # What the dashboard withholds on top (cancel of an ended attempt) the core accepts.
-            assert OPERATIONS[name].unavailable(target) is None or not mirrored or name == "cancel", name
+            assert OPERATIONS[name].unavailable(target) is None or check is not None or name == "cancel", name
     refusal = OPERATIONS["start"].unavailable(Target(project.dir, run, "dependent", None))
     assert refusal == "A task it depends on is not accepted yet."

@@ -140,7 +140,7 @@ async def test_watching_writes_nothing(tmp_path: Path, frozen_demo: DemoInfo) ->
         for keys in (
             ["down", "tab", "down", "s", "S"],
             ["slash", "a", "enter", "escape"],
-            ["c", "question_mark", "escape", "p", "p", "r"],
+            ["c", "question_mark", "escape", "f", "f", "r"],
             ["right_square_bracket", "down", "left_square_bracket"],
         ):
             await pilot.press(*keys)

@@ -157,14 +157,14 @@ async def test_pause_freezes_the_view_until_resumed(tmp_path: Path) -> None:
     async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         pane = app.pane
-        await pilot.press("p")
+        await pilot.press("f")
         assert not app.following
         engine.start_task(root, "live", "t2", {"backend": HOST})
         app.request_scan(everything=True)
         await pilot.pause(0.5)
         assert cell(pane.tasks, "t2", "execution") == "not started"
         assert pane.session.pending is not None
-        await pilot.press("p")
+        await pilot.press("f")
         assert cell(pane.tasks, "t2", "execution") == "running"
 
 

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from tui_actions_support import make_project, process_task_plan, task_plan
 
 from nexus_core import needs
+from nexus_core.actions import MUTATIONS, allows
 from nexus_core.completion import _awaiting
 from nexus_core.observe import process_observation
-from nexus_core.preconditions import CHECKED_ACTIONS, state_allows
 from nexus_core.store import load_run
 from nexus_core.supervise.classify import classify_run
 from nexus_core.timeutil import iso_from_ms
@@ -39,7 +39,10 @@ OWNERS = {
     "dead": {"pid": 4194304, "hostname": HOST_NAME},
     "elsewhere": {"pid": 4242, "hostname": "another-host"},
 }
-TASKS = ("a", "b", "c", "p")  # p has an execution contract (launched and supervised)
+TASKS = ("a", "b", "c", "p")
+PER_TASK = [
+    name for name, command in MUTATIONS.items() if command.per_task
+]  # p has an execution contract (launched and supervised)
 
 
 @pytest.fixture(scope="module")
@@ -249,8 +252,8 @@ def test_every_reader_agrees_with_the_classifier(base: tuple[Path, dict[str, Any
     # completion, which offers first the tasks awaiting the action, offers valid ones first.
     for task in run["tasks"]:
         action = standings[task["id"]].action
-        if action in CHECKED_ACTIONS:
-            assert state_allows(action, run, task), (task["id"], standings[task["id"]], action)
-    for action in CHECKED_ACTIONS:
+        if action in PER_TASK:
+            assert allows(action, run, task), (task["id"], standings[task["id"]], action)
+    for action in PER_TASK:
         for task_id in _awaiting(run, action):
-            assert state_allows(action, run, next(t for t in run["tasks"] if t["id"] == task_id))
+            assert allows(action, run, next(t for t in run["tasks"] if t["id"] == task_id))

@@ -11,8 +11,9 @@ from rich.text import Text
 from textual.app import App
 from textual.widgets import Button, Checkbox, Input, RadioSet, Static
 
+from nexus_core import actions as commands
 from nexus_core.actions import MUTATIONS
-from nexus_core.preconditions import FACT_WORDS, READS
+from nexus_core.preconditions import FACT_WORDS
 from nexus_tui import actions
 from nexus_tui.app import NexusApp
 from nexus_tui.logic.operations import (
@@ -133,14 +134,14 @@ async def test_the_help_screen_lists_every_bound_action_from_its_definition() ->
 
 @pytest.mark.parametrize("name", list(OPERATIONS))
 def test_every_fact_the_cores_check_reads_is_compared_at_confirm(name: str) -> None:
-    """Issue 13 item 4: for every action, each fact its core check reads
-    (nexus_core.preconditions.READS, which test_precondition_reads proves complete), its latest
+    """Issue 13 item 4: for every action, each fact its core checks read
+    (nexus_core.actions.reads, which test_precondition_reads proves complete), its latest
     attempt and each identity it names is compared at confirm: a change of any one of them is
     caught, and named."""
     operation = OPERATIONS[name]
     if operation.per_task:
-        assert name in READS
-        assert {"attempt", *READS[name]} <= set(operation.compared_facts)
+        assert commands.reads(name)
+        assert {"attempt", *commands.reads(name)} <= set(operation.compared_facts)
     else:
         assert operation.compared_facts == ()
     if name == "recover-lock":  # the core's recover_lock reads writer.lock's hash and recovery.lock

@@ -409,7 +409,7 @@ def test_a_plan_file_is_never_saved_where_others_can_write_or_through_a_symlink(
     shared = tmp_path / "shared"
     shared.mkdir()
     os.chmod(shared, 0o1777)  # like /tmp
-    with pytest.raises(NexusError, match="other users can write there"):
+    with pytest.raises(NexusError, match="writable by group or others"):
         recovery.save_fresh_plan(advice, str(shared / "plan.json"))
     assert list(shared.iterdir()) == []
     private = tmp_path / "private"

@@ -1,8 +1,8 @@
 """The mutating actions of the dashboard, without widgets: one :class:`~.base.Operation` per
 action, each in the module of its family (``host``, ``process``, ``evidence``, ``lock``,
-``create``), listed once in :data:`OPERATIONS`. Adding an action = one module (or class) plus one
-line here; the registry, bindings, footer, help, palette, read-only gate, dialogs, recovery
-buttons and action log follow.
+``create``), listed once in :data:`OPERATIONS`. Adding an action = its entry in the core's table
+(``nexus_core.actions.COMMANDS``) and one module (or class) plus one line here; the registry,
+bindings, footer, help, palette, read-only gate, dialogs, recovery buttons and action log follow.
 
 The functions below are what the rest of the dashboard calls: ``preview`` (what the dialog
 states, read from the core's current state), ``validate``, ``execute`` (re-check the target,
@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from nexus_core import actions as mutations
 from nexus_core.engine import Progress
-from nexus_core.errors import NexusError, message_of
+from nexus_core.errors import NexusError, explained
 from nexus_core.locks import RECOVERY_LOCK, lock_snapshot
 from nexus_core.paths import root_of
 from nexus_core.shapes import JsonObject, LockSnapshot, Run
@@ -117,9 +117,9 @@ def unavailable_reason(
     action: str, run: Run | None, task_id: str | None, lock: Any = None, root: str | None = None
 ) -> str | None:
     """Why the core would refuse this action for this selection now, or None when it may
-    accept it. A cheap mirror of the core's preconditions (no hashing) for the palette and the
-    footer; the core stays the authority. With ``root``, a process receipt kept beside the state
-    (the launch could not store it) counts as ready to collect."""
+    accept it: the core's state checks of the action, asked (no hashing), in their words, for
+    the palette and the footer; the core's call stays the authority. With ``root``, a process
+    receipt kept beside the state (the launch could not store it) counts as ready to collect."""
     return operation(action).unavailable(Target(root, run, task_id, lock))
 
 
@@ -185,7 +185,7 @@ def execute(
             should_stop=should_stop,
         )
     except (NexusError, OperationRefused, OSError) as error:
-        log.append(LogEntry(now_iso(), action.name, target, summary, False, message_of(error)))
+        log.append(LogEntry(now_iso(), action.name, target, summary, False, explained(error)))
         raise
     log.append(LogEntry(now_iso(), action.name, target, summary, True, action.result_words(preview_, result)))
     return cast(JsonObject, result)  # the screens read it as JSON

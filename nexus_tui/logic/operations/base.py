@@ -2,9 +2,11 @@
 dialog's :class:`Preview` of what will change, the :class:`Seen` identity re-checked at confirm,
 the dialog field descriptions, the refusals and the session's action log. No widgets here.
 
-To add an action: a module beside this one with an ``Operation`` subclass, and one line in
-``OPERATIONS`` (``__init__.py``). Its key, label, help, confirm label, destructiveness, dialog
-fields, availability, preview, validation, input and log words all come from that class.
+To add an action: its entry in the core's table (``nexus_core.actions.COMMANDS``: what it
+calls, its state checks with their refusal words), a module beside this one with an
+``Operation`` subclass, and one line in ``OPERATIONS`` (``__init__.py``). Its key, label,
+help, confirm label, destructiveness, dialog fields, preview, validation, input and log words
+come from that class; its availability from the core's checks (``core_refusal``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from nexus_core import actions as commands
 from nexus_core.actions import Result
-from nexus_core.engine import is_active
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import WRITER_LOCK, lock_snapshot
 from nexus_core.paths import root_of, text_ok
-from nexus_core.preconditions import FACT_WORDS, READS, state_allows, task_facts
+from nexus_core.preconditions import FACT_WORDS, task_facts
 from nexus_core.shapes import Attempt, Backend, LockSnapshot, Run, Task, TaskDefinition
 from nexus_core.store import load_run
 from nexus_core.words import json_word
@@ -230,7 +232,7 @@ class Operation:
     the hooks they need; the registry, bindings, footer, help, palette, read-only gate, dialogs,
     recovery buttons and action log all read them."""
 
-    name: ClassVar[str]  # the core's name (nexus_core.actions.MUTATIONS) and the action id
+    name: ClassVar[str]  # the core's name (nexus_core.actions.COMMANDS) and the action id
     keys: ClassVar[str] = ""  # Textual key names, comma-separated; "" = not bound
     label: ClassVar[str]  # footer, palette, help; the recovery button adds "…"
     help: ClassVar[str] = ""
@@ -239,9 +241,9 @@ class Operation:
     confirm_label: ClassVar[str]
     destructive: ClassVar[bool] = False
     long: ClassVar[bool] = False  # runs in a worker with live progress and Stop
-    # Re-checked at confirm: the facts the core's check of this action reads (one home:
-    # nexus_core.preconditions.READS), plus ``also_compared`` (facts its statement or the
-    # dashboard's own rule rely on) and ``compared`` (Seen identities its input names).
+    # Re-checked at confirm: the facts the core's checks of this action read (one home: its
+    # entry's checks, nexus_core.actions.reads), plus ``also_compared`` (facts its statement or
+    # the dashboard's own rule rely on) and ``compared`` (Seen identities its input names).
     also_compared: ClassVar[tuple[str, ...]] = ()
     compared: ClassVar[tuple[str, ...]] = ()
     fields: ClassVar[tuple[Field, ...]] = ()
@@ -256,17 +258,18 @@ class Operation:
         """Every fact of ``Seen.facts`` compared at confirm (none for project-level actions)."""
         if not self.per_task:
             return ()
-        names = ("attempt", *READS.get(self.name, ()), *self.also_compared)
+        names = ("attempt", *commands.reads(self.name), *self.also_compared)
         return tuple(dict.fromkeys(names))
 
-    # -- availability: a cheap mirror of the core's preconditions (no hashing)
+    # -- availability: the core's state checks, asked (no hashing, no file read)
     def unavailable(self, target: Target) -> str | None:
         """Why the dashboard does not offer this action on ``target`` now (None: offered)."""
         raise NotImplementedError
 
     def core_refusal(self, target: Target) -> str | None:
-        """The part of ``unavailable`` that mirrors the core's own refusal; the rest is
-        ``TaskOperation.withheld``, where the core would accept but the dashboard does not offer."""
+        """The part of ``unavailable`` that is the core's own refusal, in the words of its check;
+        the rest is ``TaskOperation.withheld``, where the core would accept but the dashboard
+        does not offer."""
         return self.unavailable(target)
 
     # -- the dialog
@@ -421,10 +424,13 @@ class TaskOperation(Operation):
             context = _context(target)
         except OperationRefused as refused:
             return refused.message
-        return self.unavailable_for(context)
+        check = commands.refusal(self.name, context.run, context.task, kept_receipt=self.kept_receipt(context))
+        return None if check is None else check.words
 
-    def unavailable_for(self, context: TaskContext) -> str | None:
-        raise NotImplementedError
+    def kept_receipt(self, context: TaskContext) -> bool | None:
+        """Whether a receipt the launch could not store is kept beside the state (collect's
+        check reads it); None: as the selection's inspection says."""
+        return None
 
     def withheld(self, context: TaskContext) -> str | None:
         """Why the dashboard does not offer an action the core would accept here (it would do
@@ -492,59 +498,6 @@ def bound_to_attempt(preview: Preview, values: dict[str, Any], run: Run | None) 
     else:
         backend = {"kind": "host", "id": backend_of_attempt.get("id"), "sessionId": backend_of_attempt.get("sessionId")}
     return {"attemptId": attempt["id"], "backend": backend}
-
-
-class NewAttempt(TaskOperation):
-    """start, retry and launch: a new attempt, within the budget, never on an accepted task."""
-
-    first_only: ClassVar[bool] = False  # start: only when there is no attempt yet
-    needs_previous: ClassVar[bool] = False  # retry: only after an attempt
-
-    def contract_refusal(self, executable: bool) -> str | None:
-        """Why this action does not fit the task's execution contract (or its absence)."""
-        return None
-
-    def unavailable_for(self, context: TaskContext) -> str | None:
-        task, definition, attempt = context.task, context.definition, context.attempt
-        if task["integration"] == "accepted":
-            return "Accepted tasks cannot be restarted."
-        refusal = self.contract_refusal(bool(definition.get("execution")))
-        if refusal:
-            return refusal
-        if self.first_only and attempt is not None:
-            return "The task already has an attempt; retry it instead."
-        if attempt is not None or self.needs_previous:
-            if attempt is None:
-                return "There is no attempt to retry."
-            if is_active(task) or not (
-                attempt["execution"] in ("failed", "cancelled") or attempt["verification"]["status"] == "failed"
-            ):
-                return "Retry needs a reconciled failed or cancelled attempt, or a failed verification."
-            if not definition["idempotent"] and (attempt.get("reconciliation") or {}).get("retrySafe") is not True:
-                return "This task is not idempotent: reconcile with retry-safe first."
-        if len(task["attempts"]) >= definition["maxAttempts"]:
-            return "The attempt budget (maxAttempts) is spent."
-        # The rest of the core's state checks (nexus_core.preconditions, which shell completion
-        # uses too): a new attempt needs every task it depends on accepted.
-        if not state_allows(self.name, context.run, task):
-            return "A task it depends on is not accepted yet."
-        return None
-
-
-class OnAttempt(TaskOperation):
-    """An action on the latest attempt (record, reconcile, cancel, verify, accept, collect)."""
-
-    refuses_accepted: ClassVar[bool] = True
-
-    def unavailable_for(self, context: TaskContext) -> str | None:
-        if context.attempt is None:
-            return "The task has no attempt yet."
-        if self.refuses_accepted and context.task["integration"] == "accepted":
-            return "The task is accepted; nothing can change it."
-        return self.unavailable_on(context, context.attempt)
-
-    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
-        return None
 
 
 def recheck_task(operation: Operation, preview: Preview) -> Run:

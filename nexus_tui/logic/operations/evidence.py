@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from nexus_core.shapes import Attempt
-
-from .base import OnAttempt, Preview, TaskContext, short
+from .base import Preview, TaskContext, TaskOperation, short
 
 
-class Verify(OnAttempt):
+class Verify(TaskOperation):
     name = "verify"
     keys = "v"
     label = "Verify"
@@ -16,15 +14,6 @@ class Verify(OnAttempt):
     confirm_label = "Verify"
     long = True
     compared = ("verification_id",)
-
-    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
-        if attempt["execution"] != "completed" or attempt["cancellation"].get("status") == "requested":
-            return "Verification needs a completed, reconciled attempt."
-        if attempt["verification"]["status"] != "pending":
-            return "This attempt already has a verification."
-        if attempt["verificationRounds"] >= context.definition["maxAttempts"]:
-            return "The verification restart limit is reached."
-        return None
 
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         checks = context.definition["checks"]
@@ -38,7 +27,7 @@ class Verify(OnAttempt):
         preview.cautions = ["Checks run real commands in the project with a minimal environment."]
 
 
-class Accept(OnAttempt):
+class Accept(TaskOperation):
     name = "accept"
     keys = "A"
     label = "Accept"
@@ -47,11 +36,6 @@ class Accept(OnAttempt):
     confirm_label = "Accept"
     destructive = True
     compared = ("verification_id",)
-
-    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
-        if attempt["verification"]["status"] != "passed":
-            return "Accept needs a passed verification."
-        return None
 
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         attempt = context.attempt

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from nexus_core.shapes import Attempt, Run
+from nexus_core.shapes import Run
 
 from .base import (
     BackendIdentity,
     Choice,
     Field,
     Line,
-    NewAttempt,
-    OnAttempt,
     Preview,
     TaskContext,
+    TaskOperation,
     Tick,
     bound_to_attempt,
     current_attempt,
@@ -30,7 +29,7 @@ RECORD_OUTCOMES = ("completed", "failed", "blocked", "ambiguous")
 RECONCILE_OUTCOMES = ("completed", "failed", "cancelled")
 
 
-class _HostAttempt(NewAttempt):
+class _HostAttempt(TaskOperation):
     """start and retry: a new host attempt owned by the (editable) identity shown."""
 
     fields: ClassVar[tuple[Field, ...]] = (BackendIdentity(),)
@@ -64,10 +63,6 @@ class Start(_HostAttempt):
     footer = True
     confirm_label = "Start"
     verb = "Start"
-    first_only = True
-
-    def contract_refusal(self, executable: bool) -> str | None:
-        return "This task has an execution contract: use launch." if executable else None
 
 
 class Retry(_HostAttempt):
@@ -77,33 +72,21 @@ class Retry(_HostAttempt):
     help = "Start a new host attempt after a failed/cancelled attempt or a failed verification."
     confirm_label = "Retry"
     verb = "Retry"
-    needs_previous = True
-
-    def contract_refusal(self, executable: bool) -> str | None:
-        return "This task has an execution contract: launch retries it." if executable else None
 
 
-class Record(OnAttempt):
+class Record(TaskOperation):
     name = "record"
     keys = "R"  # "o" goes to the oldest need (the inbox's first entry)
     label = "Record"
     help = "Record the host worker's report: outcome, summary, exit code."
     footer = True
     confirm_label = "Record"
-    refuses_accepted = False
     fields = (
         Choice("outcome", "Outcome reported by the worker", RECORD_OUTCOMES, "completed"),
         Line("summary", "Summary (what the worker reported)", "e.g. tests written, build green"),
         Line("exit_code", "Exit code (optional)", "e.g. 0"),
         BackendIdentity(),
     )
-
-    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
-        if attempt["backend"].get("kind") != "host":
-            return "Process attempts are collected, not recorded."
-        if attempt["execution"] not in ("running", "blocked") or attempt["cancellation"].get("status") != "none":
-            return "This attempt needs reconciliation, not a worker report."
-        return None
 
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         attempt = context.attempt
@@ -144,7 +127,7 @@ class Record(OnAttempt):
         return options
 
 
-class Reconcile(OnAttempt):
+class Reconcile(TaskOperation):
     name = "reconcile"
     keys = "e"
     label = "Reconcile"
@@ -212,7 +195,7 @@ class Reconcile(OnAttempt):
         }
 
 
-class Cancel(OnAttempt):
+class Cancel(TaskOperation):
     name = "cancel"
     keys = "x"
     label = "Cancel attempt"
@@ -225,11 +208,6 @@ class Cancel(OnAttempt):
         Line("typed", "Type the task id ({confirm}) to confirm"),
         BackendIdentity(),
     )
-
-    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
-        if attempt["cancellation"].get("status") != "none":
-            return "Cancellation is already recorded; reconcile it."
-        return None
 
     def withheld(self, context: TaskContext) -> str | None:
         # The core also cancels an ended attempt (SPEC 5.11: it becomes active again, stale and

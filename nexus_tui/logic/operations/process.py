@@ -12,25 +12,21 @@ from nexus_core.words import json_word
 
 from .base import (
     BackendIdentity,
-    NewAttempt,
-    OnAttempt,
     Preview,
     TaskContext,
+    TaskOperation,
     bound_to_attempt,
     process_identity,
 )
 
 
-class Launch(NewAttempt):
+class Launch(TaskOperation):
     name = "launch"
     keys = "l"
     label = "Launch"
     help = "Launch the task's execution contract and supervise it, with live progress and Stop."
     confirm_label = "Launch"
     long = True
-
-    def contract_refusal(self, executable: bool) -> str | None:
-        return None if executable else "This task has no execution contract: use start (or retry)."
 
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         retry = context.attempt is not None
@@ -65,7 +61,7 @@ class Launch(NewAttempt):
         return words
 
 
-class Collect(OnAttempt):
+class Collect(TaskOperation):
     name = "collect"
     keys = "C"
     label = "Collect"
@@ -75,17 +71,10 @@ class Collect(OnAttempt):
     compared = ("receipt_hash",)
     fields = (BackendIdentity(),)
 
-    def unavailable_on(self, context: TaskContext, attempt: Attempt) -> str | None:
-        process = attempt.get("process") or {}
-        if attempt["backend"].get("kind") != "process":
-            return "Only process attempts have a receipt to collect."
+    def kept_receipt(self, context: TaskContext) -> bool | None:
         # A receipt kept beside the state (the launch could not store it) counts as ready.
-        kept = _kept_receipt(context, attempt)
-        if kept is None and (process.get("status") != "finished" or process.get("receipt") is None):
-            return "The process receipt is not ready."
-        if process.get("collectedAt"):
-            return "This receipt was already collected."
-        return None
+        attempt = context.attempt
+        return attempt is not None and _kept_receipt(context, attempt) is not None
 
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         attempt = context.attempt
