@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, canonical
-from .checks import check_environment, run_check
+from .checks import CheckStop, check_environment, run_check
 from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, owner_liveness, pid
 from .locks import (
@@ -677,29 +677,23 @@ def _preflight(check_id: str, attempt_id: str, message: str, started: str) -> Ch
 
 class _OperatorInterrupt:
     """Ctrl+C during `verify` stops the running check and ends the verification as ambiguous
-    (never failed, never left `running` with a dead owner). A second Ctrl+C forces the exit."""
+    (never failed, never left `running` with a dead owner). A second Ctrl+C kills the check's
+    process group and forces the exit.
+
+    The check leads its own process group (``checks.run_check``): a stop, by Ctrl+C or by
+    ``should_stop``, sends SIGTERM to the whole group, then SIGKILL after the grace, so a check
+    whose children ignore SIGTERM (a shell's ``sleep``, a test runner's workers) stops too."""
 
     def __init__(self) -> None:
         self.requested = False
         self.stop_requested = False  # through ``should_stop`` (a worker thread's Stop)
-        self.child: subprocess.Popen[bytes] | None = None
-
-    def track(self, child: subprocess.Popen[bytes] | None) -> None:
-        self.child = child
-        if self.stop_requested:
-            self._terminate()  # spawned just after the stop was asked
+        self.check = CheckStop()
 
     def request_stop(self) -> None:
-        """``should_stop`` turned true: the running check gets SIGTERM and the verification ends
-        as ambiguous (never passed), as after Ctrl+C; no further check starts."""
+        """``should_stop`` turned true: the running check's group is stopped and the verification
+        ends as ambiguous (never passed), as after Ctrl+C; no further check starts."""
         self.stop_requested = True
-        self._terminate()
-
-    def _terminate(self) -> None:
-        child = self.child
-        if child is not None and child.poll() is None:
-            with contextlib.suppress(OSError):
-                child.terminate()
+        self.check.request()
 
     @contextlib.contextmanager
     def watching(self, should_stop: Callable[[], bool] | None) -> Iterator[None]:
@@ -727,12 +721,24 @@ class _OperatorInterrupt:
 
     def _handle(self, _signum: int, _frame: object) -> None:
         if self.requested:
+            self.check.force()
             raise KeyboardInterrupt
         self.requested = True
-        child = self.child
-        if child is not None and child.poll() is None:
-            with contextlib.suppress(OSError):
-                child.kill()
+        self.check.request()
+
+    def stopped_words(self) -> str | None:
+        """The receipt's ``error`` for a check this interrupt stopped: who asked, and what the
+        check's process group received; None when no signal reached it."""
+        if self.requested:
+            cause = "Interrupted by the operator (SIGINT)"
+        elif self.stop_requested:
+            cause = "Stopped on the operator's request"
+        else:
+            return None
+        group = self.check.group
+        if group is None or not group.sent:
+            return None  # it ended by itself before the stop reached it
+        return f"{cause}: the check's process group {group.pgid} got {group.words()}."
 
     @contextlib.contextmanager
     def armed(self) -> Iterator[None]:
@@ -749,8 +755,8 @@ class _OperatorInterrupt:
             signal.signal(signal.SIGINT, previous)
 
 
-INTERRUPTED_CHECK = "Interrupted by the operator (SIGINT); the check was stopped."
-STOPPED_CHECK = "Stopped on the operator's request (SIGTERM); the check was stopped."
+INTERRUPTED_CHECK = "Interrupted by the operator (SIGINT)"  # how a check stopped by Ctrl+C's error starts
+STOPPED_CHECK = "Stopped on the operator's request"  # ... and one stopped through should_stop
 STOP_POLL_SECONDS = 0.1
 
 
@@ -801,7 +807,6 @@ def _run_checks(
                 raise fail("Checked files changed before the next verification command.")
 
             def spawned(child: subprocess.Popen[bytes] | None, index: int = index, check_id: str = check["id"]) -> None:
-                interrupt.track(child)
                 if child is not None and progress:
                     progress(
                         {
@@ -813,11 +818,19 @@ def _run_checks(
                         }
                     )
 
-            receipt = run_check(root, check, attempt_id, environment, on_spawn=spawned)
-            if interrupt.requested:
-                receipt["error"] = INTERRUPTED_CHECK
-            elif interrupt.stop_requested and receipt.get("signal"):
-                receipt["error"] = STOPPED_CHECK
+            def output(stream: str, text: str, index: int = index, check_id: str = check["id"]) -> None:
+                if progress:
+                    progress(
+                        {"event": "check-output", "index": index, "check": check_id, "stream": stream, "text": text}
+                    )
+
+            interrupt.check.group = None
+            receipt = run_check(
+                root, check, attempt_id, environment, on_spawn=spawned, stop=interrupt.check, on_output=output
+            )
+            stopped_words = interrupt.stopped_words()
+            if stopped_words is not None:
+                receipt["error"] = stopped_words
             receipt["artifactHashes"] = canonical.copy(verification["artifactHashes"])
             receipt["scopeSnapshotHash"] = canonical.sha256_json(verification["scopeHashes"])
         except Exception as error:
@@ -872,10 +885,12 @@ def verify_task(
 ) -> Run:
     """Run the task's checks (outside the lock) and record the verdict.
 
-    ``progress`` receives ``{"event": "check-started"|"check-spawned"|"check-finished", "index",
-    "total", ...}`` (``check-spawned`` carries the check's ``pid``); ``should_stop`` is polled
-    while the checks run: a stop request sends SIGTERM to the running check, records what ran
-    and ends the verification as ambiguous, never passed.
+    ``progress`` receives ``{"event": "check-started"|"check-spawned"|"check-output"|
+    "check-finished", "index", ...}`` (``check-spawned`` carries the check's ``pid``,
+    ``check-output`` a captured piece of its ``stream`` as ``text``, as the receipt stores it);
+    ``should_stop`` is polled while the checks run: a stop request stops the running check's
+    process group (SIGTERM, then SIGKILL after the grace), records what ran and ends the
+    verification as ambiguous, never passed.
     """
     verification_id = str(uuid.uuid4())
     environment = check_environment()

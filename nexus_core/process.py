@@ -12,6 +12,7 @@ stored is kept beside the state as a recoverable receipt file that ``inspect`` p
 from __future__ import annotations
 
 import base64
+import codecs
 import contextlib
 import errno
 import functools
@@ -25,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, cast
 
-from . import canonical
+from . import canonical, process_group
 from .checks import check_environment, signal_name
 from .engine import (
     Progress,
@@ -42,6 +43,7 @@ from .hostinfo import hostname, pid
 from .paths import directory_at, read_regular, root_of, safe_target
 from .plan import input_bytes
 from .preconditions import COLLECT_READY, COLLECT_UNRECONCILED, LAUNCH, LAUNCH_CONTRACT, require, task_facts
+from .process_group import group_alive
 from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
 from .snapshots import protected_snapshot, scope_snapshot
 from .store import RECEIPTS_DIR, RUN_ID, StateNotWritten, atomic_write, load_run, run_path, unsafe_reason
@@ -49,7 +51,8 @@ from .timeutil import now_iso, now_ms, parse_iso_ms
 
 POLL_SECONDS = 0.1
 HEARTBEAT_SECONDS = 1.0
-STOP_GRACE_SECONDS = 1.0
+STOP_GRACE_SECONDS = process_group.STOP_GRACE_SECONDS  # the reference's 1 s; then SIGKILL to the group
+KILLED_EXIT_SECONDS = 0.5  # after that SIGKILL: how long the child's exit is waited for
 RETAINED_PIPES_SECONDS = 0.25
 # How long a state write inside a running launch may wait for writer.lock.
 HEARTBEAT_PATIENCE_SECONDS = 2.0
@@ -191,6 +194,10 @@ class Hooks:
     def should_stop(self) -> bool:
         return False
 
+    def output(self, stream: str, data: bytes) -> None:
+        """A captured piece of the child's ``stream`` (as the receipt stores it), as it is read."""
+        return None
+
 
 def _output_entry(data: bytes, observed: int, complete: bool) -> JsonObject:
     return {
@@ -254,23 +261,28 @@ class _Supervision:
             code = child.poll()
             if code is not None:
                 self._record_exit(code)
-        if child is not None and not self.child_exited and not self.signalled:
+        if child is not None and self.stop_at is None:
+            # The child leads its own process group: SIGTERM reaches what it started too (its
+            # descendants are stopped even when the child itself has already exited).
             try:
-                child.send_signal(signal.SIGTERM)
-                self.signalled = True
+                os.killpg(child.pid, signal.SIGTERM)
+                self.signalled = not self.child_exited
+            except ProcessLookupError:
+                pass  # nothing of it is left
             except OSError as failure:
                 if self.error is None:
                     self.error = str(failure)
         if self.stop_at is None:
             self.stop_at = time.monotonic() + STOP_GRACE_SECONDS
 
-    def _capture(self, stream: str, chunk: bytes) -> None:
+    def _capture(self, stream: str, chunk: bytes) -> bytes:
         self.observed[stream] += len(chunk)
         room = self.execution["outputLimitBytes"] - len(self.captured["stdout"]) - len(self.captured["stderr"])
         kept = chunk[: max(0, room)]
         self.captured[stream] += kept
         if len(kept) < len(chunk):
             self.stop("output-limit")
+        return kept
 
     def _record_exit(self, returncode: int) -> None:
         self.child_exited = True
@@ -312,6 +324,7 @@ class _Supervision:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 close_fds=True,
+                start_new_session=True,  # its descendants are its process group: stopped together
             )
         except OSError as failure:
             code = errno.errorcode.get(failure.errno or 0, str(failure))
@@ -350,7 +363,9 @@ class _Supervision:
                         selector.unregister(fd)
                         open_streams -= 1
                         continue
-                    self._capture(streams[fd], chunk)
+                    kept = self._capture(streams[fd], chunk)
+                    if kept:
+                        hooks.output(streams[fd], kept)
                 now = time.monotonic()
                 if not self.child_exited:
                     code = child.poll()
@@ -385,14 +400,34 @@ class _Supervision:
         return pending
 
     def _ended(self, now: float) -> bool:
-        """The child exited with its pipes closed, kept them past the grace, or was stopped."""
-        if self.child_exited and self.closed:
+        """The child exited with its pipes closed, kept them past the grace, or was stopped (its
+        process group then gone, or killed once the grace has passed)."""
+        stopping = self.stop_at is not None
+        if self.child_exited and self.closed and not (stopping and self._group_left()):
             return True
-        if self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
+        if not stopping and self.exited_at is not None and now - self.exited_at >= RETAINED_PIPES_SECONDS:
             if self.reason is None:
                 self.reason = "retained-pipes"
             return True
-        return self.stop_at is not None and now >= self.stop_at
+        if self.stop_at is not None and now >= self.stop_at:
+            self._kill_group()
+            return True
+        return False
+
+    def _group_left(self) -> bool:
+        return self.child is not None and group_alive(self.child.pid)
+
+    def _kill_group(self) -> None:
+        """The grace after SIGTERM has passed: SIGKILL what is left of the child's process group,
+        and record the child's end if it comes at once (the reference leaves it running)."""
+        child = self.child
+        if child is None or not self._group_left():
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+        if not self.child_exited:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._record_exit(child.wait(timeout=KILLED_EXIT_SECONDS))
 
     def _heed(self, hooks: Hooks) -> None:
         """Stop on an operator's interrupt or when the state writer lost the operation."""
@@ -430,6 +465,7 @@ class _Supervision:
                 self._record_exit(code)
                 break
             time.sleep(0.02)
+        self._kill_group()
 
     def _close_pipes(self) -> None:
         child = self.child
@@ -443,7 +479,8 @@ class _Supervision:
             code = child.poll()
             if code is not None:
                 self._record_exit(code)
-        # A child that has not exited is left running (detached), as the reference does.
+        # A child that has not exited is left running (detached), as the reference does; a
+        # stopped one was killed with its process group (_kill_group).
 
     def _result(self, started_at: str) -> JsonObject:
         stdout = bytes(self.captured["stdout"])
@@ -593,6 +630,7 @@ class _LaunchHooks(Hooks):
         self.child_pid: int | None = None
         self.seen_key: tuple[int, int, int] | None = None
         self.seen_run: Run | None = None
+        self.decoders: dict[str, codecs.IncrementalDecoder] = {}  # the output events' text
 
     def poll(self) -> str | None:
         # Re-parse only when the state file was replaced (every save renames a new file in).
@@ -618,6 +656,15 @@ class _LaunchHooks(Hooks):
 
     def failure(self) -> tuple[str, str] | None:
         return self.writer.failure if self.writer is not None else None
+
+    def output(self, stream: str, data: bytes) -> None:
+        if self.progress is None:
+            return
+        decoder = self.decoders.get(stream)
+        if decoder is None:
+            decoder = self.decoders[stream] = codecs.getincrementaldecoder("utf-8")("replace")
+        with contextlib.suppress(Exception):
+            self.progress({"event": "output", "stream": stream, "text": decoder.decode(data)})
 
     def should_stop(self) -> bool:
         return bool(self.stop_requested and self.stop_requested())
@@ -776,7 +823,8 @@ def launch_task(
 ) -> Run:
     """Open a process attempt, supervise its child in the foreground and store the receipt.
 
-    ``progress`` receives ``{"event": "spawned"|"heartbeat"|"heartbeat-skipped"|"finished", ...}``;
+    ``progress`` receives ``{"event": "spawned"|"output"|"heartbeat"|"heartbeat-skipped"|"finished", ...}``
+    (``output``: a captured piece of the child's ``stream`` as ``text``);
     ``should_stop`` is polled like a SIGINT: the child gets SIGTERM and the receipt says
     ``supervisor-interrupted``.
     """

@@ -1,6 +1,8 @@
 """The flow of one dashboard action: preview -> confirmation dialog -> core call in a worker
--> notification and rescan; and of guided recovery: situations -> recovery screen -> the
-next step's dialog. The app owns one ``ActionFlow``; tests drive the same object.
+-> notification and rescan; a long one (verify, launch) becomes a job (``job_flow.py``) shown in
+its progress dialog, which can send it to the background; its end is notified. And of guided
+recovery: situations -> recovery screen -> the next step's dialog. The app owns one
+``ActionFlow``; tests drive the same object.
 
 Workers never touch widgets: they hand results back with ``call_from_thread``. Every error
 (the core's NexusError, a refusal of the dashboard, an OSError, anything unexpected) ends as
@@ -13,15 +15,19 @@ from collections.abc import Callable
 from typing import Any
 
 from textual.app import App
+from textual.notifications import SeverityLevel
 
 from nexus_core.errors import explained
 from nexus_core.terminal import terminal_safe
 
 from .actions import READ_ONLY_REFUSAL
+from .job_flow import start_job
 from .logic import operations, recovery
+from .logic.jobs import Job, Jobs
 from .logic.operations import ActionLog, Preview
 from .logic.recovery import Situation
 from .screens.dialogs import Display, dialog_for
+from .screens.jobs import JobsScreen
 from .screens.progress import ProgressScreen
 from .screens.recovery import RecoveryListScreen, RecoveryScreen
 
@@ -34,11 +40,13 @@ class ActionFlow:
         read_only: Callable[[], bool] = lambda: False,
         on_done: Callable[[], None] = lambda: None,
         display: Display | None = None,
+        jobs: Jobs | None = None,
     ) -> None:
         self.app = app
         self.read_only = read_only
         self.on_done = on_done
         self.display = display
+        self.jobs = jobs if jobs is not None else Jobs()
         self.log = ActionLog()
         self.last_result: dict[str, Any] | None = None
         self.last_error: str | None = None
@@ -76,8 +84,8 @@ class ActionFlow:
             self.app.notify(READ_ONLY_REFUSAL, severity="error", markup=False)
             return
         if preview.action in operations.LONG_ACTIONS:
-            screen = ProgressScreen(preview, values, self.log, display=self.display)
-            self.app.push_screen(screen, callback=lambda result: self._long_done(screen, result))
+            job = start_job(self.app, self.jobs, preview, values, self.log)
+            self.app.push_screen(ProgressScreen(job, display=self.display))
             return
         self.app.run_worker(
             lambda: self._execute(preview, values), thread=True, group="nexus-actions", name=preview.action
@@ -103,8 +111,27 @@ class ActionFlow:
         self.last_error = message
         self.app.notify(terminal_safe(message), title=f"{action} refused", severity="error", markup=False)
 
-    def _long_done(self, screen: ProgressScreen, result: dict[str, Any] | None) -> None:
-        self.last_result, self.last_error = result, screen.error
+    def job_changed(self, job: Job) -> None:
+        """On the UI thread (the app's ``JobChanged``): the job's views catch up; once it has
+        ended, its end is notified (unless its dialog is the screen shown) and the project rescanned."""
+        job.heard()
+        for screen in self.app.screen_stack:
+            if isinstance(screen, ProgressScreen | JobsScreen):
+                screen.job_changed(job)
+        if not job.report_once():
+            return
+        self.last_result, self.last_error = job.result, job.error
+        watched = isinstance(self.app.screen, ProgressScreen) and self.app.screen.job is job
+        if not watched:
+            severity: SeverityLevel = (
+                "information" if job.succeeded else "error" if job.error is not None else "warning"
+            )
+            self.app.notify(
+                terminal_safe(f"{job.label}: {job.state()}. {job.words}"),
+                title=f"{job.action} finished",
+                severity=severity,
+                markup=False,
+            )
         self.on_done()
 
     def open_fresh_run(self, directory: str, advice: recovery.FreshRun) -> None:

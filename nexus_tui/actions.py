@@ -29,6 +29,7 @@ Unavailable = Callable[[Selection], str | None]  # why the selection does not al
 MAIN = "main"
 SCHEDULES = "schedules"  # the schedules panel (w): screens/schedules.py
 TIMELINE = "timeline"  # a run's timeline (t): screens/timeline.py
+JOBS = "jobs"  # the jobs view (J): screens/jobs.py
 READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
 
 
@@ -148,6 +149,13 @@ REGISTRY: list[ActionSpec] = [
         footer=False,
         unavailable=_no_run,
     ),
+    ActionSpec(
+        "jobs",
+        "J",
+        "Jobs",
+        "Verify and launch runs of this session, running and finished, with their live output.",
+        footer=False,
+    ),
     ActionSpec("change_theme", "T", "Theme", "Pick a colour theme.", footer=False),
     ActionSpec("quit", "q", "Quit", "Leave the dashboard (nothing is written).", priority=False),
     ActionSpec(
@@ -252,6 +260,39 @@ REGISTRY += [
         ("fit", "f,0", "Fit", "Zoom to show the whole run.", True),
         ("close", "escape,t,q", "Close", "Back to the dashboard.", True),
     )
+]
+
+# The jobs view's actions (screens/jobs.py), bound on that view only.
+REGISTRY += [
+    ActionSpec(
+        "jobs_follow",
+        "p",
+        "Pause/follow",
+        "Pause the output where it is (lines keep arriving) or follow it again.",
+        group="Jobs view (J)",
+        action="job('follow')",
+        screen=JOBS,
+    ),
+    ActionSpec(
+        "jobs_find",
+        "f",
+        "Find",
+        "Show only the output lines containing a text, highlighted (Esc clears).",
+        group="Jobs view (J)",
+        action="job('find')",
+        screen=JOBS,
+    ),
+    ActionSpec(
+        "jobs_stop",
+        "x",
+        "Stop…",
+        "Stop the selected job: asks first and says what a stop costs.",
+        mutating=True,
+        destructive=True,
+        group="Jobs view (J)",
+        action="job('stop')",
+        screen=JOBS,
+    ),
 ]
 
 

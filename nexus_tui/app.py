@@ -28,7 +28,9 @@ from nexus_core.timeutil import now_ms
 
 from . import actions
 from .action_flow import ActionFlow
+from .job_flow import JobChanged
 from .logic.demo import DemoBuild
+from .logic.jobs import Jobs
 from .logic.model import ProjectSnapshot
 from .logic.notify import COALESCE_SECONDS, Notifier
 from .logic.operations import OPERATIONS
@@ -38,7 +40,7 @@ from .logic.settings import Settings
 from .scanning import ProjectScanned, ScanRequests, undecodable_path_changed
 from .screens.help import HelpScreen
 from .screens.inbox import Entry, InboxScreen
-from .screens.progress import ProgressScreen
+from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
@@ -108,6 +110,7 @@ class NexusApp(App[None]):
         self.watch_backoffs = 0  # the watcher stopped on an error and waited (tests count them)
         self.loaded = asyncio.Event()
         self._flow: ActionFlow | None = None
+        self.jobs = Jobs()  # the verify and launch runs of this session (logic/jobs.py)
         self._availability: tuple[tuple[Any, ...], Availability] | None = None
         self.availability_computations = 0  # (tests count them)
 
@@ -137,7 +140,7 @@ class NexusApp(App[None]):
         with TabbedContent(id="projects"):
             for session in self.sessions:
                 with TabPane(plain_content(session.label), id=f"tab-{session.index}"):
-                    pane = ProjectPane(session, display_path=self.display_path)
+                    pane = ProjectPane(session, display_path=self.display_path, jobs=self.jobs)
                     pane.following, pane.read_only = self.following, self.read_only
                     yield pane
         yield FittingFooter()
@@ -514,7 +517,9 @@ class NexusApp(App[None]):
     @property
     def flow(self) -> ActionFlow:
         if self._flow is None:
-            self._flow = ActionFlow(self, read_only=lambda: bool(self.read_only), on_done=self._after_action)
+            self._flow = ActionFlow(
+                self, read_only=lambda: bool(self.read_only), on_done=self._after_action, jobs=self.jobs
+            )
         return self._flow
 
     def action_act(self, name: str) -> None:
@@ -527,6 +532,8 @@ class NexusApp(App[None]):
 
     def _after_action(self) -> None:
         self.request_scan(everything=True)
+        if any(isinstance(screen, QuitScreen) for screen in self.screen_stack):
+            return  # the app quits once this work has ended: no panel to mount on the way out
         self._show_log(True)
 
     async def action_quit(self) -> None:
@@ -534,11 +541,26 @@ class NexusApp(App[None]):
         then the quit dialog says what runs and offers stop, wait or cancel."""
         if isinstance(self.screen, QuitScreen):
             return
-        running = [s for s in self.screen_stack if isinstance(s, ProgressScreen) and not s.finished]
+        running = self.jobs.running()  # in their dialogs or in the background
         if running:
             self.push_screen(QuitScreen(running))
         else:
             self.exit()
+
+    def on_job_changed(self, message: JobChanged) -> None:
+        """A job's worker has news: its views catch up, its end is notified (``ActionFlow``), the
+        task rows show it running or no longer."""
+        self.flow.job_changed(message.job)
+        if self.following:
+            now = now_ms()
+            for pane in self.panes:
+                pane.sync_job_marks(now)
+
+    def action_jobs(self, number: int | None = None) -> None:
+        """The jobs view (J): this session's verify and launch runs, with their live output."""
+        if isinstance(self.screen, JobsScreen):
+            return
+        self.push_screen(JobsScreen(self.jobs, number, read_only=self.read_only))
 
     def action_help_quit(self) -> None:
         """Ctrl+C (Textual binds it to a "press Ctrl+Q" hint): quits like q, the way an operator

@@ -90,7 +90,7 @@ class DiscoverApp(NexusApp):
         return terminal_safe(relative if not relative.startswith("..") else directory, one_line=True)
 
     def _pane_of(self, session: ProjectSession) -> ProjectPane:
-        pane = ProjectPane(session, display_path=self.display_path)
+        pane = ProjectPane(session, display_path=self.display_path, jobs=self.jobs)
         pane.following, pane.read_only = self.following, self.read_only
         return pane
 

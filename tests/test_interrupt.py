@@ -56,7 +56,9 @@ def test_ctrl_c_during_verify_ends_ambiguous_and_stops_the_check(tmp_path: Path)
     verification = task["attempts"][0]["verification"]
     assert verification["status"] == "ambiguous"
     assert [c["id"] for c in verification["checks"]] == ["slow"]
-    assert verification["checks"][0]["error"] == INTERRUPTED_CHECK
+    assert verification["checks"][0]["error"] == (
+        f"{INTERRUPTED_CHECK}: the check's process group {check_pid} got SIGTERM."
+    )
     assert task["integration"] == "rejected"
     assert run["lock"] is None
     try:

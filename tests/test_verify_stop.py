@@ -1,5 +1,5 @@
 """A stop asked through ``should_stop`` (the dashboard's Stop and its quit dialog) during
-``verify``: the running check gets SIGTERM at once (it does not run to its end), the
+``verify``: the running check's process group gets SIGTERM at once (it does not run to its end), the
 verification ends ambiguous and no further check starts; the check's pid is reported."""
 
 from __future__ import annotations
@@ -56,5 +56,6 @@ def test_should_stop_terminates_the_running_check(tmp_path: Path) -> None:
     verification = observe.inspect_run(project.dir, "r1")["tasks"][0]["attempts"][0]["verification"]
     assert verification["status"] == "ambiguous"
     assert [c["id"] for c in verification["checks"]] == ["slow"]
-    assert verification["checks"][0]["error"] == STOPPED_CHECK
+    pid = spawned[0]["pid"]
+    assert verification["checks"][0]["error"] == f"{STOPPED_CHECK}: the check's process group {pid} got SIGTERM."
     assert verification["checks"][0]["signal"] == "SIGTERM"

@@ -1,8 +1,9 @@
-"""Quit while a verify or a launch still runs: say what runs (task, attempt, child pid, for how
-long) and let the operator choose: stop it (the core's own stop path: the running check or the
-launched child gets SIGTERM and the attempt ends as the core records it), wait for it with a
-visible elapsed line, or cancel the quit. Either way the app quits only once the work ended, so it
-never sits on a blank screen waiting for a child nobody sees."""
+"""Quit while a verify or a launch still runs (in its dialog or in the background): say what runs
+(task, attempt, child pid, for how long) and let the operator choose: stop it (the core's own stop
+path: the running check's or the launched process's group gets SIGTERM, then SIGKILL, and the
+attempt ends as the core records it), wait for it with a visible elapsed line, or cancel the
+quit. Either way the app quits only once the work ended, so it never sits on a blank screen
+waiting for a child nobody sees."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
+from ..logic.jobs import Job, elapsed_text
 from ..widgets.render import plain
 from .base import NexusDialog
-from .progress import ProgressScreen, elapsed_text
+from .dialogs import Display
 
 TICK_SECONDS = 0.25
 STOP_WORDS = (
-    "Stop sends SIGTERM to the running check or launched process through the core: a launch's "
-    "receipt then says supervisor-interrupted, a verification ends ambiguous (never passed)."
+    "Stop sends SIGTERM to the running check's or launched process's group through the core, then "
+    "SIGKILL after the grace: a launch's receipt then says supervisor-interrupted, a verification ends "
+    "ambiguous (never passed), its acceptance becomes 'rejected' and the round counts toward the "
+    "restart limit."
 )
 
 
@@ -35,10 +39,13 @@ class QuitScreen(NexusDialog[None]):
         Binding("w", "wait_then_quit", "Wait and quit", show=False),
     ]
 
-    def __init__(self, running: list[ProgressScreen], *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, running: list[Job], *, clock: Callable[[], float] = time.monotonic, display: Display | None = None
+    ) -> None:
         super().__init__(classes="destructive")
         self.running = running
         self.clock = clock
+        self.shown_text = display or (lambda text: text)
         self.waiting_since: float | None = None  # set once stop or wait was chosen
         self.stopping = False
 
@@ -58,10 +65,10 @@ class QuitScreen(NexusDialog[None]):
         self.set_interval(TICK_SECONDS, self._tick)
 
     def _running_text(self) -> Any:
-        return plain("\n".join(f"• {screen.running_words()}" for screen in self.running))
+        return plain(self.shown_text("\n".join(f"• {job.running_words()}" for job in self.running)))
 
-    def unfinished(self) -> list[ProgressScreen]:
-        return [screen for screen in self.running if not screen.finished]
+    def unfinished(self) -> list[Job]:
+        return [job for job in self.running if not job.finished]
 
     def _tick(self) -> None:
         self.query_one("#quit-running", Static).update(self._running_text())
@@ -102,8 +109,8 @@ class QuitScreen(NexusDialog[None]):
 
     def action_stop_then_quit(self) -> None:
         self.stopping = True
-        for screen in self.unfinished():
-            screen.request_stop()
+        for job in self.unfinished():
+            job.request_stop()
         for button in ("#wait", "#stop"):
             self.query_one(button, Button).disabled = True
         self.action_wait_then_quit()

@@ -15,10 +15,12 @@ from textual.widgets import DataTable, Input, Static, Tree
 from nexus_core.timeutil import now_ms
 
 from .. import actions
+from ..logic.jobs import Jobs
 from ..logic.model import ProjectSnapshot, RunView, TaskRow
 from ..logic.selection import Selection, parse_filter, row_matches
 from ..logic.session import ProjectSession
 from . import render
+from .job_mark import job_mark, with_mark
 from .keyed_table import KeyedTable
 from .status_bar import StatusBar
 from .task_detail import TaskDetail
@@ -36,10 +38,14 @@ class RunFocused(Message):
 class ProjectPane(Vertical):
     """One project: runs list, task table, detail pane and status bar."""
 
-    def __init__(self, session: ProjectSession, *, display_path: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, session: ProjectSession, *, display_path: Callable[[str], str] | None = None, jobs: Jobs | None = None
+    ) -> None:
         super().__init__(id=f"project-{session.index}", classes="project")
         self.session = session
         self.display_path = display_path or (lambda path: path)
+        self.jobs = jobs if jobs is not None else Jobs()  # the app's: a running job marks its task's row
+        self._task_marks: dict[str, str | None] = {}
         # Set by the app (they go down, never pulled up): live updates followed, actions disabled.
         self.following = True
         self.read_only = True
@@ -256,10 +262,20 @@ class ProjectPane(Vertical):
             same_second = now // 1000 == self._task_second
             self._task_second = now // 1000
         for row in visible:
-            if same_second and self._task_rows.get(row.task_id) == row and row.task_id in table.cells:
+            mark = self._job_mark(view, row.task_id)
+            if (
+                same_second
+                and self._task_rows.get(row.task_id) == row
+                and self._task_marks.get(row.task_id) == mark
+                and row.task_id in table.cells
+            ):
                 continue
-            added |= table.put(row.task_id, render.task_cells(row, now, self.compact))
+            cells = render.task_cells(row, now, self.compact)
+            if mark is not None:
+                cells["task"] = with_mark(cells["task"], mark)
+            added |= table.put(row.task_id, cells)
             self._task_rows[row.task_id] = row
+            self._task_marks[row.task_id] = mark
         if added or self.session.task_sort[0]:
             plan_index = {row.task_id: i for i, row in enumerate(rows)}
             column, reverse = self.session.task_sort
@@ -284,6 +300,27 @@ class ProjectPane(Vertical):
                 f"  sorted by {self.session.task_sort[0]}{' ↓' if self.session.task_sort[1] else ''}", style="dim"
             )
         self.query_one(f"#tasks-title-{self.index}", Static).update(title)
+
+    def sync_job_marks(self, now: int) -> None:
+        """A job of this session started or ended: re-put only the rows whose mark changed (the
+        1 s tick moves the elapsed times)."""
+        view = self.current_view()
+        table = self.tasks
+        for task_id, row in self._task_rows.items():
+            mark = self._job_mark(view, task_id)
+            if mark != self._task_marks.get(task_id) and task_id in table.cells:
+                cells = render.task_cells(row, now, self.compact)
+                if mark is not None:
+                    cells["task"] = with_mark(cells["task"], mark)
+                table.put(task_id, cells)
+                self._task_marks[task_id] = mark
+
+    def _job_mark(self, view: RunView | None, task_id: str) -> str | None:
+        """The mark of a task whose verify or launch runs from this session (widgets/job_mark.py)."""
+        if view is None or self.session.snapshot is None or not self.jobs.running():
+            return None
+        job = self.jobs.running_on(self.session.snapshot.root, view.run_id, task_id)
+        return job_mark(job, self.compact)
 
     def _show_filter_problem(self, problem: str | None) -> None:
         widget = self.query_one(f"#filter-problem-{self.index}", Static)

@@ -19,7 +19,9 @@ from tui_actions_support import make_project, record, start, write_result
 
 from nexus_core import hostinfo, timeutil
 from nexus_core.hostinfo import hostname
+from nexus_tui.job_flow import target_of
 from nexus_tui.logic import operations, recovery
+from nexus_tui.logic.jobs import Job, Jobs
 from nexus_tui.logic.operations import base as operations_base
 from nexus_tui.screens.dialogs import dialog_for
 
@@ -81,3 +83,13 @@ def completed(tmp_path: Path) -> Path:
     write_result(root, "a")
     record(root, "a")
     return root
+
+
+def finished_job(root: Path, action: str = "verify", task: str = "a", jobs: Jobs | None = None) -> Job:
+    """A job the real core ran to its end (synchronously, its progress events fed to the job),
+    on a frozen clock: what its dialog and the jobs view show once the work has ended."""
+    preview = operations.preview(str(root), action, "demo", task)
+    job = (jobs or Jobs(clock=lambda: 0.0)).add(target_of(preview))
+    result = operations.execute(preview, {}, operations.ActionLog(), progress=job.take)
+    job.finish(result, None, operations.operation(action).result_words(preview, result))
+    return job

@@ -72,14 +72,14 @@ async def _confirm(app: NexusApp, pilot: Any) -> None:
 
 
 async def _long(app: NexusApp, pilot: Any) -> ProgressScreen:
+    before = app.scans_applied
     await pilot.click("#confirm")
     await pilot.pause()
     screen = app.screen
     assert isinstance(screen, ProgressScreen)
     await eventually(pilot, lambda: screen.finished, timeout=30)
-    before = app.scans_applied
     await pilot.click("#close")
-    await eventually(pilot, lambda: app.scans_applied > before)
+    await eventually(pilot, lambda: app.scans_applied > before)  # the job's end rescans the project
     return screen
 
 

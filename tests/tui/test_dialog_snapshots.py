@@ -10,11 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dialog_kit import SNAPSHOT_HOST, ScreenHost, action_dialog, completed, display, make_deterministic, running
+from dialog_kit import (
+    SNAPSHOT_HOST,
+    ScreenHost,
+    action_dialog,
+    completed,
+    display,
+    finished_job,
+    make_deterministic,
+    running,
+)
 from tui_actions_support import accepted, make_project, start, task_plan, write_dead_writer_lock, write_result
 
 from nexus_core import engine
-from nexus_tui.logic import operations, recovery
+from nexus_tui.logic import recovery
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
@@ -75,8 +84,7 @@ def test_reconcile_dialog_refuses_without_the_tick(snap_compare: Any, tmp_path: 
 
 def test_verify_progress_finished(snap_compare: Any, tmp_path: Path) -> None:
     root = completed(tmp_path)
-    preview = operations.preview(str(root), "verify", "demo", "a")
-    screen = ProgressScreen(preview, {}, operations.ActionLog(), clock=lambda: 0.0, display=display(root))
+    screen = ProgressScreen(finished_job(root), display=display(root))
 
     async def wait_until_done(pilot: Any) -> None:
         deadline = time.monotonic() + 30

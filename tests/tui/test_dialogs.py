@@ -33,6 +33,7 @@ from nexus_tui.action_flow import ActionFlow
 from nexus_tui.screens.dialogs import ActionDialog
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
+from nexus_tui.screens.stop import ConfirmStop
 from nexus_tui.widgets.action_log import ActionLogPanel
 
 SIZE = (110, 44)
@@ -215,6 +216,8 @@ async def test_verify_progress_shows_the_check_and_stop_ends_ambiguous(tmp_path:
         await _wait_until(pilot, lambda: "Check 1 of 2: c1" in str(step.render()))
         assert "checks/check.py a" in str(screen.query_one("#progress-command", Static).render())
         await pilot.click("#stop")  # the app stays responsive while the check runs
+        await _wait_until(pilot, lambda: isinstance(app.screen, ConfirmStop))
+        await pilot.click("#confirm")  # Stop asks first
         (root / "hold").unlink()
         await _wait_until(pilot, lambda: screen.finished)
         await pilot.click("#close")
@@ -236,6 +239,8 @@ async def test_launch_progress_stop_then_collect(tmp_path: Path) -> None:
         assert isinstance(screen, ProgressScreen)
         await _wait_until(pilot, lambda: any(line.startswith("spawned pid") for line in screen.events))
         await pilot.click("#stop")
+        await _wait_until(pilot, lambda: isinstance(app.screen, ConfirmStop))
+        await pilot.click("#confirm")  # Stop asks first
         await _wait_until(pilot, lambda: screen.finished)
         await pilot.click("#close")
         await pilot.pause()

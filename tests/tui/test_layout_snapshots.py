@@ -16,7 +16,17 @@ from typing import Any
 
 import pytest
 from dashboard_kit import cell, demo_app_factory, frozen_demo, select, then
-from dialog_kit import FROZEN, SNAPSHOT_HOST, ScreenHost, action_dialog, completed, display, make_deterministic, running
+from dialog_kit import (
+    FROZEN,
+    SNAPSHOT_HOST,
+    ScreenHost,
+    action_dialog,
+    completed,
+    display,
+    finished_job,
+    make_deterministic,
+    running,
+)
 from textual.containers import ScrollableContainer
 from textual.errors import NoWidget
 from textual.pilot import Pilot
@@ -42,17 +52,21 @@ from nexus_core.needs import oldest_first
 from nexus_core.schedule import core as schedules
 from nexus_core.timeutil import now_ms
 from nexus_tui import actions
+from nexus_tui.job_flow import start_job, target_of
 from nexus_tui.logic import operations, recovery
 from nexus_tui.logic.demo import DemoInfo
+from nexus_tui.logic.jobs import Job, Jobs
 from nexus_tui.logic.operations import LogEntry
 from nexus_tui.logic.schedules import SCHEDULE_ACTIONS
 from nexus_tui.screens.dialogs import dialog_for
 from nexus_tui.screens.help import HelpScreen, HelpText
 from nexus_tui.screens.inbox import InboxScreen
+from nexus_tui.screens.jobs import JobsScreen
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.quit import QuitScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
+from nexus_tui.screens.stop import ConfirmStop
 from nexus_tui.widgets import render
 from nexus_tui.widgets.footer import FittingFooter
 
@@ -136,8 +150,60 @@ def _fresh_run_dialog(root: Path) -> Screen[Any]:
 
 
 def _progress(root: Path) -> Screen[Any]:
-    preview = operations.preview(str(root), "verify", "demo", "a")
-    return ProgressScreen(preview, {}, operations.ActionLog(), clock=lambda: 0.0, display=display(root))
+    return ProgressScreen(finished_job(root), display=display(root))
+
+
+# A check that talks like a test runner: lines on stdout and stderr, then its verdict.
+TALKING_CHECK = (
+    "import pathlib, sys\n"
+    "print('collecting 3 items')\n"
+    "print('checks/test_result.py::test_exists PASSED')\n"
+    "print('checks/test_result.py::test_content PASSED')\n"
+    "print('DeprecationWarning: the result format will change', file=sys.stderr)\n"
+    "ok = 'ok' in pathlib.Path('out', sys.argv[1], 'result.txt').read_text().split()\n"
+    "print('checks/test_result.py::test_says_ok ' + ('PASSED' if ok else 'FAILED'))\n"
+    "if not ok:\n"
+    "    print('AssertionError: out/' + sys.argv[1] + '/result.txt does not say ok', file=sys.stderr)\n"
+    "print(('3 passed' if ok else '1 failed, 2 passed') + ' in 0.01s')\n"
+    "sys.exit(0 if ok else 1)\n"
+)
+
+
+def _talking(tmp_path: Path) -> Path:
+    """Tasks a (its result says ok) and b (it does not), both completed, checked by TALKING_CHECK
+    (written before the run that protects it is created, hence the setup run)."""
+    root = make_project(tmp_path, [task_plan("setup")], run_id="setup")
+    (root / "checks" / "talk.py").write_text(TALKING_CHECK)
+    check = {"id": "tests", "command": "python", "args": ["checks/talk.py"]}
+    tasks = [
+        task_plan(
+            task, resources=["checks/check.py", "checks/talk.py"], checks=[{**check, "args": ["checks/talk.py", task]}]
+        )
+        for task in ("a", "b")
+    ]
+    for task in ("a", "b"):
+        (root / "out" / task).mkdir(parents=True, exist_ok=True)
+    engine.create_run(str(root), {"id": "demo", "maxParallel": 4, "tasks": tasks})
+    for task, text in (("a", "ok\n"), ("b", "not yet\n")):
+        start(root, task)
+        write_result(root, task, text)
+        record(root, task)
+    return root
+
+
+def _jobs_view(tmp_path: Path) -> Screen[Any]:
+    """The jobs view after two verifications ran: a passed one, then a failed one (selected)."""
+    root = _talking(tmp_path)
+    jobs = Jobs(clock=lambda: 0.0)
+    finished_job(root, "verify", "a", jobs)
+    finished_job(root, "verify", "b", jobs)
+    return JobsScreen(jobs, display=display(root))
+
+
+def _stop_confirm(tmp_path: Path, action: str) -> Screen[Any]:
+    root = completed(tmp_path) if action == "verify" else _process(tmp_path)
+    job = Jobs(clock=lambda: 0.0).add(target_of(operations.preview(str(root), action, "demo", "a")))
+    return ConfirmStop(job, display=display(root))
 
 
 def _with_schedules(tmp_path: Path) -> Path:
@@ -183,7 +249,8 @@ def _inbox(tmp_path: Path) -> Screen[Any]:
 
 # name -> the screen, built on a project made in tmp_path. One per action's confirmation, then
 # every other modal: recover-lock, the fresh run, the recovery guide (a task's, a lock's, a
-# corrupt run's, the list), progress, help, the schedules panel and its confirmation.
+# corrupt run's, the list), progress, the stop confirmations, the jobs view, help, the schedules
+# panel and its confirmation.
 DIALOGS: dict[str, Callable[[Path], Screen[Any]]] = {
     "start": lambda tmp: action_dialog(_fresh(tmp), "start"),
     "record": lambda tmp: action_dialog(running(tmp), "record"),
@@ -211,6 +278,9 @@ DIALOGS: dict[str, Callable[[Path], Screen[Any]]] = {
     "guide-list": _guide_list,
     "inbox": _inbox,
     "progress": lambda tmp: _progress(completed(tmp)),
+    "stop-verify": lambda tmp: _stop_confirm(tmp, "verify"),
+    "stop-launch": lambda tmp: _stop_confirm(tmp, "launch"),
+    "jobs": _jobs_view,
     "help": lambda tmp: HelpScreen(),
     "schedules": lambda tmp: SchedulesScreen(str(_with_schedules(tmp)), "project", read_only=False),
     "schedule-confirm": lambda tmp: ConfirmSchedule(SCHEDULE_ACTIONS["delete"], "5eed0001"),
@@ -289,14 +359,15 @@ class _QuitOverVerify(StyledHost):
         self.hold = root / "hold"
         self.hold.write_text("")
         shown = display(root)
-        self.progress = ProgressScreen(
-            operations.preview(str(root), "verify", "demo", "a"),
-            {},
-            operations.ActionLog(),
-            clock=lambda: 0.0,
-            display=lambda text: shown(text).replace(f"pid {self.progress.child_pid}", "pid 4242"),
-        )
-        super().__init__(self.progress)
+        self.preview = operations.preview(str(root), "verify", "demo", "a")
+        self.jobs = Jobs(clock=lambda: 0.0)
+        self.job: Job | None = None
+        self.show_text = lambda text: shown(text).replace(f"pid {self.job.child_pid if self.job else 0}", "pid 4242")
+        super().__init__(Screen())
+
+    def on_mount(self) -> None:
+        self.job = start_job(self, self.jobs, self.preview, {}, operations.ActionLog(), changed=lambda job: None)
+        self.push_screen(ProgressScreen(self.job, display=self.show_text))
 
     def export_screenshot(self, *args: Any, **kwargs: Any) -> str:
         try:
@@ -309,10 +380,10 @@ async def _quit_asked(pilot: Pilot[None]) -> None:
     app = pilot.app
     assert isinstance(app, _QuitOverVerify)
     deadline = time.monotonic() + 30
-    while app.progress.child_pid is None:
+    while app.job is None or app.job.child_pid is None:
         assert time.monotonic() < deadline, "the check never started"
         await pilot.pause(0.05)
-    app.push_screen(QuitScreen([app.progress], clock=lambda: 0.0))
+    app.push_screen(QuitScreen([app.job], clock=lambda: 0.0, display=app.show_text))
     await pilot.pause()
     await pilot.pause()
 

@@ -16,6 +16,7 @@ from nexus_tui.action_flow import ActionFlow
 from nexus_tui.logic.model import RunView
 from nexus_tui.screens.dialogs import ActionDialog
 from nexus_tui.screens.progress import ProgressScreen
+from nexus_tui.screens.stop import ConfirmStop
 from nexus_tui.widgets.render import progress_cell
 
 BAR_WIDTH = 8
@@ -103,10 +104,12 @@ async def test_the_progress_dialog_offers_close_once_the_stopped_launch_ended(tm
         assert isinstance(screen, ProgressScreen)
         await eventually(pilot, lambda: any(line.startswith("spawned pid") for line in screen.events))
         await pilot.click("#stop")
-        await eventually(pilot, lambda: screen.finished)
+        await eventually(pilot, lambda: isinstance(app.screen, ConfirmStop))
+        await pilot.click("#confirm")  # Stop asks first
+        await eventually(pilot, lambda: screen.finished and "Close" in _shown_buttons(screen))
         await pilot.pause()
         buttons = _shown_buttons(screen)
-        assert list(buttons) == ["Close"], buttons
+        assert list(buttons) == ["Close", "Output (o)"], buttons  # Stop is gone; the output stays at hand
         assert not buttons["Close"].disabled and app.focused is buttons["Close"]
     assert latest(root, "p")["process"]["receipt"]["reason"] == "supervisor-interrupted"
 

@@ -3,6 +3,7 @@ and each safe next step carried out through nexus_tui.logic.operations, assertin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -185,7 +186,11 @@ def test_process_with_a_stale_heartbeat_and_a_dead_supervisor(tmp_path: Path) ->
         )
         assert tree_digest(root) == before
     finally:
-        os.killpg(supervisor.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(supervisor.pid, signal.SIGKILL)
+        # The launched child leads its own process group (nexus_core/process_group.py).
+        with contextlib.suppress(ProcessLookupError, UnboundLocalError):
+            os.killpg(child, signal.SIGKILL)
     _wait_for(lambda: not _alive(child))
     situation = _kinds(root, now_ms() + 60_000)["process-heartbeat-stale"]
     _act(root, situation, {**RECONCILE, "outcome": "failed", "retry_safe": True})

@@ -17,12 +17,17 @@ class Verify(TaskOperation):
 
     def describe_task(self, preview: Preview, context: TaskContext) -> None:
         checks = context.definition["checks"]
+        rounds = context.attempt["verificationRounds"] if context.attempt else 0
+        limit = context.definition["maxAttempts"]
         preview.title = f"Verify {context.task['id']}"
         preview.changes = [
             f"Runs the {len(checks)} configured check(s) of {context.where} on attempt {context.short_attempt}, "
             "one by one, outside the lock, and records each receipt:",
             *[f"  {c['id']}: {' '.join([c['command'], *c['args']])}" for c in checks],
-            "The verification ends passed, failed (acceptance becomes 'rejected') or ambiguous (if stopped).",
+            "The verification ends passed, failed or ambiguous (stopped, or a check timed out); failed and "
+            "ambiguous both make the task's acceptance 'rejected'.",
+            f"This is verification round {rounds + 1} of {limit} for this attempt: every round counts toward the "
+            "restart limit, a stopped one too (reconcile does not give it back).",
         ]
         preview.cautions = ["Checks run real commands in the project with a minimal environment."]
 

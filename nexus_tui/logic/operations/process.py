@@ -44,8 +44,8 @@ class Launch(TaskOperation):
             "The process receipt is stored when it ends; collect then records its outcome.",
         ]
         preview.cautions = [
-            "The worker changes files in the task's write scope. Stop requests cancellation; "
-            "the child gets SIGTERM at the next poll."
+            "The worker changes files in the task's write scope. Stop (it asks first) sends SIGTERM to the "
+            "process's group at the next poll, then SIGKILL after the grace; the attempt then needs a reconcile."
         ]
 
     def build_input(self, preview: Preview, values: dict[str, Any], run: Run | None) -> dict[str, Any]:
