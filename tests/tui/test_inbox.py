@@ -25,6 +25,7 @@ from tui_actions_support import (
 
 from nexus_core import engine
 from nexus_core.needs import SUPERVISOR_GONE
+from nexus_core.store import load_run
 from nexus_tui.app import NexusApp
 from nexus_tui.discover_app import DiscoverApp
 from nexus_tui.screens.dialogs import ActionDialog
@@ -43,6 +44,12 @@ def _two_projects(tmp_path: Path) -> tuple[Path, Path]:
     start(api, "users")
     engine.cancel_task(str(api), "demo", "users", {"reason": "stop"})
     return web, api
+
+
+def cell_child(root: Path) -> int:
+    """The launched child's pid, as the supervisor recorded it."""
+    process = load_run(str(root), "demo")["tasks"][0]["attempts"][-1].get("process") or {}
+    return int(process["childPid"])
 
 
 def _tab_label(app: NexusApp, index: int) -> str:
@@ -161,12 +168,17 @@ async def test_a_dead_launch_supervisor_shows_in_its_row(tmp_path: Path) -> None
 
             def running() -> bool:
                 app.request_scan(everything=True)
-                return cell(pane.tasks, "p", "execution") == "running"
+                spawned = bool(
+                    (load_run(str(root), "demo")["tasks"][0]["attempts"] or [{}])[-1].get("process", {}).get("childPid")
+                )
+                return spawned and cell(pane.tasks, "p", "execution") == "running"
 
             await eventually(pilot, running, 30)
             assert cell(pane.tasks, "p", "task").startswith("▶")
-            os.killpg(supervisor.pid, signal.SIGKILL)  # the supervisor (and its child) die
+            child = cell_child(root)
+            os.killpg(supervisor.pid, signal.SIGKILL)  # the supervisor dies; its child leads its own session
             supervisor.wait()
+            os.kill(child, signal.SIGKILL)
             # Within a few ticks the heartbeat is stale: the row says the owner is gone.
             await eventually(pilot, lambda: cell(pane.tasks, "p", "execution") == "† gone", 30)
             row = next(r for r in pane.current_view().rows if r.task_id == "p")  # type: ignore[union-attr]
@@ -177,3 +189,4 @@ async def test_a_dead_launch_supervisor_shows_in_its_row(tmp_path: Path) -> None
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(supervisor.pid, signal.SIGKILL)
+        (root / "hold-worker").unlink(missing_ok=True)  # a child left behind then finishes by itself
