@@ -33,6 +33,7 @@ class ProjectSession:
     filter_text: str = ""
     run_sort: Sort = (None, False)
     task_sort: Sort = (None, False)
+    shown_label: str = ""  # the tab's label as last shown (the label and its count of needs)
 
     def __repr__(self) -> str:  # short: worker descriptions name the session they watch
         return f"ProjectSession({self.index}, {self.directory!r})"
