@@ -298,6 +298,15 @@ COMMANDS: dict[str, Command] = {
             command="nexus_core.report.command:report_command",
         ),
         Command(
+            "attention",
+            "Everything that waits on a person, oldest first (exit 5 when something does).",
+            "[-d DIR ...] [--discover ROOT] [--json] [--watch [--exec CMD] [--exec-timeout S]] [--poll]",
+            "[-d DIR ...] [--discover ROOT] [--watch [--exec CMD]]",
+            "command",
+            runner="nexus_core.attention:attention_main",
+            command="nexus_core.attention:attention_command",
+        ),
+        Command(
             "observe",
             "Stream the dashboard's view of projects as JSON lines (what nexus-tui --ssh reads; read-only).",
             "[-d DIR ...] [--json-lines]",

@@ -113,11 +113,27 @@ def _task_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
     action = actions.ACTIONS.get(ctx.info_name or "")
     if action is not None and not loadable:
         return []  # the core refuses the run: no task is one the action would take
-    return [
+    awaiting = _awaiting(run, action.name) if action is not None else set()
+    offered = [
         CompletionItem(task["id"], help=_task_state(task))
         for task in tasks
         if task["id"].startswith(incomplete) and (action is None or actions.allows(action.name, run, task))
     ]
+    # Those whose need's guided action is this very action first (sorted() is stable: plan order).
+    return sorted(offered, key=lambda item: item.value not in awaiting)
+
+
+def _awaiting(run: Record, action: str) -> set[str]:
+    """The tasks whose need's guided action is ``action`` (the classifier's, on the run file
+    alone: stale evidence, which needs hashing, is not looked for)."""
+    from .needs import stand_run
+    from .timeutil import now_ms
+
+    try:
+        standings = stand_run(run, {}, now_ms())  # type: ignore[arg-type]
+    except Exception:  # a shape the core would refuse: no order beyond validity
+        return set()
+    return {task_id for task_id, standing in standings.items() if standing.action == action}
 
 
 def _files(_ctx: click.Context, incomplete: str) -> list[CompletionItem]:
@@ -134,6 +150,8 @@ COMPLETERS: dict[str, Completer] = {
     "task": _task_ids,
     "task_id": _task_ids,
     "directory": _directories,
+    "directories": _directories,  # nexus attention -d (repeatable)
+    "discover": _directories,
     "plan": _files,
     "input_file": _files,
     "event_log": _files,

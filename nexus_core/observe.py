@@ -8,6 +8,7 @@ from typing import cast
 from . import __version__, canonical, state_dirs
 from .errors import NexusError, message_of
 from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
+from .needs import HEARTBEAT_STALE_MS
 from .paths import root_of
 from .schedule import DB_REL as SCHEDULES_DB
 from .shapes import Attempt, Inspection, JsonObject, Observation, Run, Task
@@ -35,7 +36,6 @@ HINT_RECEIPT_FILE = (
 )
 HINT_STALE_PREFIX = "Recorded state is historical; current inputs/evidence are stale: "
 PROCESS_HINT = "A stored PID or fresh heartbeat is an observation, not authority to terminate or relaunch."
-HEARTBEAT_STALE_MS = 5000
 
 
 def process_observation(attempt: Attempt, now: int, receipt_file: str | None = None) -> JsonObject:

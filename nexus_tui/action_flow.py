@@ -169,8 +169,11 @@ class ActionFlow:
         self.app.call_from_thread(self._show_situations, directory, situations, task_id)
 
     def _show_situations(self, directory: str, situations: list[Situation], task_id: str | None) -> None:
-        if len(situations) == 1 and task_id is not None:
-            self.open_situation(directory, situations[0])
+        own = [situation for situation in situations if task_id is not None and situation.task_id == task_id]
+        if len(own) == 1:
+            # Asked for one task (the inbox's jump): its situation directly, not the list with the
+            # project's lock situations around it.
+            self.open_situation(directory, own[0])
             return
         self.app.push_screen(
             RecoveryListScreen(situations, self.display),

@@ -11,7 +11,7 @@ on a disabled action and the palette's entry for it both show (:func:`refused_wo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +161,19 @@ REGISTRY: list[ActionSpec] = [
     ),
     ActionSpec("change_theme", "T", "Theme", "Pick a colour theme.", footer=False),
     ActionSpec("quit", "q", "Quit", "Leave the dashboard (nothing is written).", priority=False),
+    ActionSpec(
+        "inbox",
+        "i",
+        "Inbox",
+        "What needs a person, in every project, oldest first; Enter goes there and opens what to do.",
+    ),
+    ActionSpec(
+        "oldest_need",
+        "o",
+        "Oldest need",
+        "Go to the oldest need (its project, run and task) and open its guided action.",
+        footer=False,
+    ),
 ]
 
 
@@ -310,7 +323,8 @@ def bindings(entries: Iterable[ActionSpec] | None = None, screen: str = MAIN) ->
     Each entry gets a second, hidden binding on the same keys: Textual skips a binding whose
     ``check_action`` is not True and tries the next, so the key of a refused action reaches
     ``explain`` (of the app, or of the panel), which says why (check_action itself stays a
-    cached lookup)."""
+    cached lookup). Both carry the entry's id, so a keymap (the settings' ``[keys]``, applied
+    with Textual's ``set_keymap``) moves both."""
     result = []
     for entry in REGISTRY if entries is None else entries:
         if not entry.keys or entry.screen != screen:
@@ -326,8 +340,64 @@ def bindings(entries: Iterable[ActionSpec] | None = None, screen: str = MAIN) ->
                 tooltip=entry.help,
             )
         )
-        result.append(Binding(entry.keys, f"explain({entry.id!r})", show=False, priority=entry.priority))
+        result.append(Binding(entry.keys, f"explain({entry.id!r})", show=False, priority=entry.priority, id=entry.id))
     return result
+
+
+# Keys the dashboard uses outside the registry (Textual's own, moving in tables and dialogs): a
+# key override may not take them.
+RESERVED_KEYS = {
+    "ctrl+q": "quit",
+    "ctrl+p": "the command palette",
+    "ctrl+c": "copy",
+    "tab": "next pane",
+    "shift+tab": "previous pane",
+    "escape": "close / clear",
+    "enter": "open / confirm",
+    "up": "move up",
+    "down": "move down",
+    "pageup": "page up",
+    "pagedown": "page down",
+}
+
+
+def normalize_keys(keys: str) -> str:
+    """Keys as the bindings name them ("?" is "question_mark"), comma-separated."""
+    from textual.keys import _character_to_key  # Textual's own naming (the version is pinned)
+
+    return ",".join(_character_to_key(key) if len(key) == 1 else key for key in (k.strip() for k in keys.split(",")))
+
+
+def effective_keys(entry: ActionSpec, keymap: Mapping[str, str]) -> str:
+    """The keys of ``entry`` once the settings' overrides are applied."""
+    return normalize_keys(keymap[entry.id]) if entry.id in keymap else entry.keys
+
+
+def keys_by_id(keymap: Mapping[str, str]) -> dict[str, str]:
+    """Each entry's effective keys as the operator reads them ("v", "?"), by id."""
+    return {entry.id: key_label(effective_keys(entry, keymap)) for entry in REGISTRY}
+
+
+def keymap_clash(keymap: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """The first clash the overrides make, as (binding id, key, what already has it, in words),
+    or None:
+    two entries of one screen on a key, or an entry on a key the dashboard reserves."""
+    for screen in (MAIN, SCHEDULES):
+        owner: dict[str, str] = {}
+        entries = [entry for entry in REGISTRY if entry.screen == screen]
+        # The overridden entries last: the clash is reported on the key the operator chose.
+        for entry in sorted(entries, key=lambda e: e.id in keymap):
+            for key in effective_keys(entry, keymap).split(","):
+                if not key:
+                    continue
+                if key in RESERVED_KEYS and entry.id in keymap:
+                    return entry.id, key, f"the dashboard's {RESERVED_KEYS[key]!r}"
+                if key in owner and owner[key] != entry.id:
+                    clashing = entry.id if entry.id in keymap else owner[key]
+                    other = owner[key] if clashing == entry.id else entry.id
+                    return clashing, key, repr(other)
+                owner[key] = entry.id
+    return None
 
 
 def refusal(entry: ActionSpec, read_only: bool, selection: Selection) -> str | None:

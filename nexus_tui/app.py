@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.screen import Screen
 from textual.theme import Theme
@@ -32,14 +32,18 @@ from .job_flow import JobChanged
 from .logic.demo import DemoBuild
 from .logic.jobs import Jobs
 from .logic.model import ProjectSnapshot
+from .logic.notify import COALESCE_SECONDS, Notifier
 from .logic.operations import OPERATIONS
 from .logic.operations.place import Place
+from .logic.remote import RemoteLink
 from .logic.selection import Selection
 from .logic.session import ProjectSession
+from .logic.settings import Settings
 from .logic.ssh import DEFAULT_REMOTE_NEXUS, RemoteProject
 from .remote_tabs import RemoteStatusChanged, RemoteTabs
 from .scanning import ProjectScanned, ScanRequests, undecodable_path_changed
 from .screens.help import HelpScreen
+from .screens.inbox import Entry, InboxScreen
 from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
 from .widgets import render
@@ -87,8 +91,12 @@ class NexusApp(App[None]):
         demo: DemoBuild | None = None,
         remote: Sequence[RemoteProject] = (),
         remote_nexus: str = DEFAULT_REMOTE_NEXUS,
+        settings: Settings | None = None,
     ) -> None:
         super().__init__()
+        self.settings = settings or Settings()
+        self.notifier = Notifier(self.settings)
+        self._notify_timer: Any = None
         self.demo = demo  # --demo: built by a worker once the first frame is drawn
         self.demo_error: str | None = None
         self.directories = [os.path.abspath(d) for d in directories] or ([] if remote else [os.getcwd()])
@@ -102,12 +110,11 @@ class NexusApp(App[None]):
         self.display_path = display_path or (lambda path: path)
         self.following = True
         # One owner per open project; everything per project lives in its session.
-        self.sessions = [
-            ProjectSession.open(index, directory, self.label_of(directory))
-            for index, directory in enumerate(self.directories)
-        ]
+        self.sessions = [self.open_session(index, directory) for index, directory in enumerate(self.directories)]
         # --ssh HOST:PATH: the projects on other hosts, after the local ones (remote_tabs.py).
         self.remote_tabs = RemoteTabs(self, remote, len(self.sessions), remote_nexus)
+        for session in self.remote_tabs.sessions:
+            session.run_sort, session.task_sort = self.settings.run_sort, self.settings.task_sort
         self.sessions += self.remote_tabs.sessions
         self._requests = ScanRequests(len(self.sessions))
         self.scans_applied = 0
@@ -121,6 +128,12 @@ class NexusApp(App[None]):
     def label_of(self, directory: str) -> str:
         """A project's tab label (terminal-safe: a directory name is anyone's text)."""
         return terminal_safe(_label(directory), one_line=True)
+
+    def open_session(self, index: int, directory: str) -> ProjectSession:
+        """A project's session, with the settings' default sort."""
+        session = ProjectSession.open(index, directory, self.label_of(directory))
+        session.run_sort, session.task_sort = self.settings.run_sort, self.settings.task_sort
+        return session
 
     @property
     def read_only(self) -> bool:
@@ -144,6 +157,10 @@ class NexusApp(App[None]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
+        if self.settings.theme is not None:
+            self.theme = self.settings.theme
+        if self.settings.keys:
+            self.set_keymap(dict(self.settings.keys))
         render.use_theme_variables(self.get_css_variables())
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._start_scanner()
@@ -285,10 +302,131 @@ class NexusApp(App[None]):
             screen.follow(now_ms())
         self.scans_applied += 1
         session.loaded = True
+        self.needs_changed(session)
         # A remote project loads when its host answers (maybe never): "loaded" is this machine's.
         if all(s.loaded for s in self.sessions if s.remote is None) and not self.loaded.is_set():
             self._settle_memory()
             self.loaded.set()
+            self.notifier.start(self.open_needs())
+            self._schedule_notification()
+
+    # -- what needs a person (nexus_core.needs): counts, the inbox, notifications
+    def open_needs(self) -> list[tuple[str, Any]]:
+        """(project label, need) of every open project, as on screen."""
+        return [
+            (session.label, need)
+            for session in self.sessions
+            if session.snapshot is not None
+            for need in session.snapshot.needs
+        ]
+
+    def inbox_entries(self) -> list[Entry]:
+        """Every need of every project, oldest first (the inbox's rows)."""
+        from nexus_core.needs import oldest_first
+
+        where = {
+            id(need): (session.index, session.label)
+            for session in self.sessions
+            if session.snapshot
+            for need in session.snapshot.needs
+        }
+        ordered = oldest_first(need for session in self.sessions if session.snapshot for need in session.snapshot.needs)
+        return [(*where[id(need)], need) for need in ordered]
+
+    def needs_changed(self, session: ProjectSession) -> None:
+        """A project's scan was applied: its tab's count, the title, and perhaps a notification."""
+        count = len(session.snapshot.needs) if session.snapshot is not None else 0
+        label = f"{session.label} ({count})" if count else session.label
+        if session.shown_label != label:
+            session.shown_label = label
+            with contextlib.suppress(Exception):  # the tab may be going away (shutdown)
+                self.query_one("#projects", TabbedContent).get_tab(f"tab-{session.index}").label = plain_content(label)
+        total = sum(len(s.snapshot.needs) for s in self.sessions if s.snapshot is not None)
+        title = f"nexus ({total} need{'s' if total != 1 else ''} you)" if total else "nexus"
+        if self.title != title:
+            self.title = title
+        if self.notifier.observe(self.open_needs()):
+            self._schedule_notification()
+
+    def _schedule_notification(self) -> None:
+        if self.notifier.pending and self._notify_timer is None:
+            self._notify_timer = self.set_timer(COALESCE_SECONDS, self._notify_now)
+
+    def _notify_now(self) -> None:
+        self._notify_timer = None
+        data = self.notifier.flush()
+        if data:
+            self.write_to_terminal(data)
+
+    def write_to_terminal(self, data: str) -> None:
+        """Raw bytes for the terminal (a bell, an OSC 9 / 777 notification), through the driver
+        as Textual's own ``bell`` does; nothing when headless."""
+        driver = self._driver
+        if driver is not None and not self.is_headless:
+            driver.write(data)
+
+    def on_app_blur(self, _event: events.AppBlur) -> None:
+        self.notifier.background = True
+
+    def on_app_focus(self, _event: events.AppFocus) -> None:
+        self.notifier.background = False
+
+    def action_inbox(self) -> None:
+        if isinstance(self.screen, InboxScreen):
+            return
+        keys = actions.keys_by_id(self.settings.keys)
+        self.push_screen(InboxScreen(self.inbox_entries(), now_ms(), keys), callback=self.go_to_need)
+
+    def action_oldest_need(self) -> None:
+        entries = self.inbox_entries()
+        if not entries:
+            self.notify("Nothing needs a person.", timeout=3)
+            return
+        self.go_to_need(entries[0])
+
+    def go_to_need(self, entry: Entry | None) -> None:
+        """The need's project tab, its run and task selected, and its guided action opened (its
+        dialog starts on Cancel): the Operation's dialog, or the guide when there is none (or
+        the dashboard is read-only)."""
+        if entry is None:
+            return
+        index, _label, need = entry
+        self.show_project(index)
+        pane = self.panes[index]
+        if need.run is not None:
+            pane.select(need.run, need.task)
+        project = (
+            pane.session.snapshot.root
+            if pane.session.snapshot and pane.session.snapshot.root
+            else pane.session.directory
+        )
+        remote = pane.session.remote
+        where: str | Place = remote.place() if remote is not None else project
+        if need.kind == "schedule-failed":
+            self._open_or_refuse("schedules", remote, self.action_schedules)
+        elif need.action in OPERATIONS and not self.read_only:
+            operation = OPERATIONS[need.action]
+            if operation.per_task:
+                self.flow.open(need.action, where, need.run, need.task)
+            else:
+                self.flow.open(need.action, where)
+        else:
+            guide = lambda: self.flow.open_recovery(project, need.run, need.task)  # noqa: E731
+            self._open_or_refuse("recovery_guide", remote, guide)
+
+    def _open_or_refuse(self, action_id: str, remote: RemoteLink | None, opening: Callable[[], None]) -> None:
+        """Open a view that reads the project's files itself, or say why not on a remote project."""
+        entry = actions.spec(action_id)
+        if remote is not None and entry is not None:
+            host = terminal_safe(remote.project.host, one_line=True)
+            actions.notify_refusal(self, entry, actions.remote_files_refusal(entry, host))
+            return
+        opening()
+
+    def show_project(self, index: int) -> None:
+        """Show project ``index``'s tab, with the focus inside it."""
+        self.query_one("#projects", TabbedContent).active = f"tab-{index}"
+        self.panes[index].runs.focus()
 
     @staticmethod
     def _settle_memory() -> None:
@@ -534,7 +672,7 @@ class NexusApp(App[None]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.settings.keys))
 
     def action_filter(self) -> None:
         self.pane.open_filter()
@@ -647,7 +785,9 @@ def _command(
     says why (selecting it shows that reason again). The palette reads both as markup."""
     title = markup_literal(entry.label)
     if refusal is None:
-        return SystemCommand(title, markup_literal(entry.help), _runner(app, entry.action, namespace))
+        keys = actions.key_label(actions.effective_keys(entry, app.settings.keys))
+        words = f"{entry.help} Key: {keys}." if keys else entry.help
+        return SystemCommand(title, markup_literal(words), _runner(app, entry.action, namespace))
     words = markup_literal(actions.refused_words(refusal))
     return SystemCommand(title, words, _runner(app, f"explain({entry.id!r})", namespace), discover=False)
 

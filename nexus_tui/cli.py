@@ -42,6 +42,7 @@ class DashboardOptions:
     demo: bool
     discover: str | None = None
     discover_depth: int = 4
+    config: str | None = None
     remote: tuple[str, ...] = ()  # --ssh HOST:PATH, as given
     remote_nexus: str = "nexus"  # --remote-nexus CMD
 
@@ -128,6 +129,11 @@ def directory_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[
 @click.option("--demo", is_flag=True, help="Build a demo project in a temporary directory (real core) and open it.")
 @discover_options
 @remote_options
+@click.option(
+    "--config",
+    metavar="PATH",
+    help="The settings file (default: $XDG_CONFIG_HOME/nexus/config.toml, i.e. ~/.config/nexus/config.toml).",
+)
 @click.version_option(package_name="nexus-registry", prog_name="nexus-tui")
 @click.pass_context
 def dashboard(
@@ -140,8 +146,11 @@ def dashboard(
     discover_depth: int,
     remote: tuple[str, ...],
     remote_nexus: str,
+    config: str | None,
 ) -> int:
-    options = DashboardOptions(directories, poll, read_only, demo, discover, discover_depth, remote, remote_nexus)
+    options = DashboardOptions(
+        directories, poll, read_only, demo, discover, discover_depth, config, remote=remote, remote_nexus=remote_nexus
+    )
     ctx.obj = options
     if ctx.invoked_subcommand is not None:
         return 0  # the subcommand runs next and its return value is the exit status
@@ -171,6 +180,9 @@ def run_dashboard(options: DashboardOptions) -> int:
 
             sys.stderr.write(human_text(message_of(problem), hint_of(problem)))
             return 1
+    settings = load_settings(options.config)
+    if settings is None:
+        return 1
     from .app import NexusApp
     from .logic.demo import DemoBuild
 
@@ -188,6 +200,7 @@ def run_dashboard(options: DashboardOptions) -> int:
             poll=options.poll,
             read_only=options.read_only,
             demo=demo,
+            settings=settings,
             remote=remote,
             remote_nexus=options.remote_nexus,
         )
@@ -197,6 +210,7 @@ def run_dashboard(options: DashboardOptions) -> int:
             poll=options.poll,
             read_only=options.read_only,
             demo=demo,
+            settings=settings,
             remote=remote,
             remote_nexus=options.remote_nexus,
         )
@@ -208,6 +222,28 @@ def run_dashboard(options: DashboardOptions) -> int:
     elif demo_dir:
         print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
     end_process(status)
+
+
+def load_settings(path: str | None) -> Any:
+    """The settings (``--config PATH`` or the default file), checked against the themes and the
+    action registry; None after printing why they cannot be used (the file, line and key)."""
+    from .logic.settings import SettingsError, load
+
+    try:
+        settings = load(path, explicit=path is not None)
+        from textual.theme import BUILTIN_THEMES
+
+        from . import actions
+
+        settings.check(
+            themes=BUILTIN_THEMES,
+            binding_ids=[entry.id for entry in actions.REGISTRY if entry.keys],
+            clash=actions.keymap_clash,
+        )
+    except SettingsError as error:
+        print(f"Nexus: {terminal_safe(error.message, one_line=True)}", file=sys.stderr)
+        return None
+    return settings
 
 
 def run_until_quit(app: NexusApp) -> None:
@@ -345,7 +381,13 @@ def serve_command(
         print(f"Nexus: not a directory: {root}", file=sys.stderr)
         return 1
     chosen = tuple(os.path.abspath(d) for d in (*options.directories, *directories))
-    discovering = ("--discover", os.path.abspath(root), "--discover-depth", str(depth)) if root is not None else ()
+    discovering: tuple[str, ...] = (
+        ("--discover", os.path.abspath(root), "--discover-depth", str(depth)) if root is not None else ()
+    )
+    if load_settings(options.config) is None:
+        return 1
+    if options.config is not None:
+        discovering += ("--config", os.path.abspath(options.config))
     specs = (*options.remote, *remote)
     if remote_projects(specs) is None:
         return 1

@@ -37,7 +37,18 @@ SPARE_THREADS = 8
 OVERVIEW_TAB = "tab-overview"
 # What keys may do while the overview is shown (the rest act on a project's pane).
 OVERVIEW_ACTIONS = frozenset(
-    {"help", "quit", "change_theme", "next_project", "previous_project", "refresh", "toggle_follow", "focus_next_pane"}
+    {
+        "help",
+        "quit",
+        "change_theme",
+        "next_project",
+        "previous_project",
+        "refresh",
+        "toggle_follow",
+        "focus_next_pane",
+        "inbox",
+        "oldest_need",
+    }
 )
 
 OVERVIEW_REFUSAL = "The overview lists projects: open one (Enter on its row, or ]) to act on it."
@@ -149,7 +160,7 @@ class DiscoverApp(NexusApp):
         """A tab, an overview row, a scan and (unless polling) one watcher for a new project."""
         self._known.add(directory)
         index = self._requests.add()
-        session = ProjectSession.open(index, directory, self.label_of(directory))
+        session = self.open_session(index, directory)
         tabs = self.query_one("#projects", TabbedContent)
         pane = self._pane_of(session)
         await tabs.add_pane(TabPane(plain_content(session.label), pane, id=f"tab-{index}"))

@@ -24,12 +24,13 @@ from nexus_core import timeutil
 from nexus_tui.app import NexusApp
 from nexus_tui.logic.demo import FIXED_START, build_demo
 from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.screens.inbox import InboxScreen
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 
 SIZE = (170, 48)
 SMALL = (80, 24)  # the small-terminal view: the compact forms (detail below, compact columns)
-SIZES = {"small-terminal": SMALL, "timeline": (120, 36)}
+SIZES = {"small-terminal": SMALL, "timeline": (120, 36), "inbox": (120, 36)}  # the views not made at SIZE
 SEED = 2026
 
 
@@ -134,6 +135,10 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         await select(pilot, "release", "perf-notes")
         await open_dialog(pilot, "v")
 
+    async def inbox(pilot: Pilot[None]) -> None:
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(pilot.app.screen, InboxScreen))
+
     async def timeline(pilot: Pilot[None]) -> None:
         from nexus_tui.screens.timeline import TimelineScreen
 
@@ -172,6 +177,7 @@ def views() -> dict[str, Callable[[Pilot[None]], Awaitable[None]]]:
         "dialog-recover-lock": recover_lock,
         "dialog-reconcile": reconcile,
         "dialog-verify": verify,
+        "inbox": inbox,
         "timeline": timeline,
         "action-log": action_log,  # last: it acts on the demo
     }

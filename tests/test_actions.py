@@ -654,7 +654,9 @@ USAGE = (
     # then ours, on the next line (the hint): the forms the reference's line does not name
     "\nAlso: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
     " nexus schedule add|list|show|runs|pause|resume|delete|run, nexus scheduler [-d DIR ...],"
-    " nexus report RUN --format markdown|junit|html [-o FILE], nexus observe [-d DIR ...] [--json-lines]"
+    " nexus report RUN --format markdown|junit|html [-o FILE],"
+    " nexus attention [-d DIR ...] [--discover ROOT] [--watch [--exec CMD]],"
+    " nexus observe [-d DIR ...] [--json-lines]"
     " (nexus --help shows every option)."
 )
 

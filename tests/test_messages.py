@@ -197,7 +197,9 @@ def test_the_usage_line_keeps_the_reference_and_names_every_form(tmp_path: Path)
     more = (
         "Also: nexus recover-lock --input FILE, nexus wait RUN, nexus loop RUN --every INTERVAL,"
         " nexus schedule add|list|show|runs|pause|resume|delete|run, nexus scheduler [-d DIR ...],"
-        " nexus report RUN --format markdown|junit|html [-o FILE], nexus observe [-d DIR ...] [--json-lines]"
+        " nexus report RUN --format markdown|junit|html [-o FILE],"
+        " nexus attention [-d DIR ...] [--discover ROOT] [--watch [--exec CMD]],"
+        " nexus observe [-d DIR ...] [--json-lines]"
         " (nexus --help shows every option)."
     )
     wrong = run_cli("create", "r1", "-d", str(tmp_path))

@@ -127,7 +127,8 @@ async def test_the_panels_actions_come_from_the_registry(tmp_path: Path) -> None
         assert {entry.label for entry in entries} <= set(footer)
         assert not any(footer[entry.label].has_class("-disabled") for entry in entries)
         # The palette opened over the panel offers them, and runs them on the panel.
-        commands = {command.help: command for command in app.get_system_commands(panel)}
+        # (each entry's help, then the effective key: "... Key: d.")
+        commands = {command.help.split(" Key: ")[0]: command for command in app.get_system_commands(panel)}
         assert {entry.help for entry in entries} <= set(commands)
         await commands[SCHEDULE_ACTIONS["delete"].help].callback()
         await eventually(pilot, lambda: isinstance(app.screen, ConfirmSchedule))

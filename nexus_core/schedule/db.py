@@ -332,3 +332,29 @@ def inventory_summary(root: str) -> dict[str, Any] | None:
         "next": iso_from_ms(next_due) if next_due is not None else None,
         "occurrences": {name: statuses.get(name, 0) for name in ("pending", "claimed", "fired", "skipped", "failed")},
     }
+
+
+def failed_schedules(root: str) -> list[dict[str, Any]]:
+    """The schedules whose latest finished occurrence failed (``nexus attention`` and the
+    dashboard's needs), read-only; [] without a database. A database that cannot be read raises
+    NexusError (or sqlite3.Error), as every reader does."""
+    if not exists(root):
+        return []
+    with opened(root, read_only=True) as connection:
+        assert connection is not None
+        rows = connection.execute(
+            "SELECT s.id AS schedule, s.run_id AS run, o.id AS occurrence, o.finished_at_ms AS finished "
+            "FROM schedules s JOIN occurrences o ON o.id = ("
+            "  SELECT id FROM occurrences WHERE schedule_id = s.id AND status IN ('fired', 'failed', 'skipped') "
+            "  ORDER BY finished_at_ms DESC, id DESC LIMIT 1"
+            ") WHERE o.status = 'failed' ORDER BY s.id"
+        ).fetchall()
+    return [
+        {
+            "schedule": row["schedule"],
+            "run": row["run"],
+            "occurrence": row["occurrence"],
+            "finishedAt": iso_from_ms(row["finished"]) if row["finished"] is not None else None,
+        }
+        for row in rows
+    ]

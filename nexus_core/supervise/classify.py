@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine import definition_of, is_active, latest
+from .. import needs
+from ..engine import definition_of
 from ..hostinfo import owner_gone
-from ..shapes import Attempt, JsonObject, Observation, Task
+from ..shapes import JsonObject, Observation, Task
 from ..timeutil import now_ms
-from .events import Snapshot, View, _observations, heartbeat_stale
+from .events import Snapshot, View
 
 EXIT_ACCEPTED = 0
 EXIT_ERROR = 1
@@ -21,13 +22,13 @@ EXIT_INTERRUPTED = 130
 
 # ----------------------------------------------------------------- settling
 
-
-DONE = "done"
-MOVING = "moving"
-WAITING = "waiting"
-OPERATOR = "operator"
-BUDGET = "budget"
-UNFINISHED = "unfinished"
+# Where a task stands is decided in one place, nexus_core.needs; these are its categories.
+DONE = needs.DONE
+MOVING = needs.MOVING
+WAITING = needs.WAITING
+OPERATOR = needs.OPERATOR
+BUDGET = needs.BUDGET
+UNFINISHED = needs.UNFINISHED
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,18 @@ def _owner_gone(owner: object) -> bool:
     return isinstance(owner, dict) and owner_gone(owner.get("hostname"), owner.get("pid"))
 
 
-# (state, category, detail) of a task, before the attempt counts are added.
-_Found = tuple[str, str, str | None]
+def _task_state(view: View, task: Task, standing: needs.Standing) -> TaskState:
+    definition = definition_of(view, task["id"])
+    attempt = needs.latest_attempt(task)
+    return TaskState(
+        task["id"],
+        standing.state,
+        standing.category,
+        standing.detail,
+        attempt["id"] if attempt else None,
+        len(task["attempts"]),
+        int(definition["maxAttempts"]),
+    )
 
 
 def classify_task(
@@ -69,121 +80,20 @@ def classify_task(
     dependencies_done: bool,
     now: int,
 ) -> TaskState:
-    """Where one task stands (see the README's "settled" table)."""
-    definition = definition_of(view, task["id"])
-    attempt = latest(task)
-    used, budget = len(task["attempts"]), int(definition["maxAttempts"])
-    stale_reason = observation.get("staleReason") if observation.get("stale") else None
-    found: _Found
-    if task["integration"] == "accepted":
-        found = ("stale-evidence", OPERATOR, stale_reason) if stale_reason else ("accepted", DONE, None)
-    elif attempt is None:
-        found = _not_started(view, dependencies_done)
-    else:
-        found = _in_motion(attempt, observation, now) or _at_rest(attempt, stale_reason, used, budget)
-    name, category, detail = found
-    return TaskState(task["id"], name, category, detail, attempt["id"] if attempt else None, used, budget)
-
-
-def _not_started(view: View, dependencies_done: bool) -> _Found:
-    if not dependencies_done:
-        return ("waiting-on-dependencies", WAITING, None)
-    active = sum(1 for t in view["tasks"] if is_active(t))
-    if active >= view["plan"]["maxParallel"]:
-        # Its start waits for active work; if that work needs an operator, so does this.
-        return ("waiting-for-capacity", WAITING, f"{active} active of maxParallel {view['plan']['maxParallel']}")
-    return ("awaiting-start", MOVING, "every dependency is accepted; an agent may start it")
-
-
-def _in_motion(attempt: Attempt, observation: Observation, now: int) -> _Found | None:
-    """Work in motion: something is running that will change the state by itself (or was, and
-    needs an operator now that it stopped), else None."""
-    execution = attempt["execution"]
-    process = attempt.get("process") if isinstance(attempt.get("process"), dict) else None
-    is_process = attempt["backend"].get("kind") == "process"
-    if attempt["verification"].get("status") == "running":
-        owner = attempt["verification"].get("owner")
-        if _owner_gone(owner):
-            pid_text = owner.get("pid") if isinstance(owner, dict) else None
-            return ("verifier-gone", OPERATOR, f"verification left running by pid {pid_text}, which is gone")
-        return ("verifying", MOVING, None)
-    if (
-        is_process
-        and (process is None or process.get("status") != "finished")
-        and execution in ("running", "ambiguous")
-    ):
-        if heartbeat_stale(attempt, now):
-            beat = (process or {}).get("heartbeatAt")
-            return ("heartbeat-stale", OPERATOR, f"process supervisor heartbeat stale (last {beat})")
-        return ("launching" if process is None or process.get("status") == "starting" else "running", MOVING, None)
-    if is_process and execution == "running" and process is not None and not process.get("collectedAt"):
-        return ("awaiting-collect", UNFINISHED, "the process finished; collect its receipt")
-    if execution == "running" and attempt.get("cancellation", {}).get("status") == "none":
-        if observation.get("overdue"):
-            return ("overdue", OPERATOR, f"past its deadline {attempt.get('deadline')}")
-        return ("running", MOVING, None)
-    return None
-
-
-def _at_rest(attempt: Attempt, stale_reason: str | None, used: int, budget: int) -> _Found:
-    """Nothing runs: either someone must decide, or the next routine step awaits an agent."""
-    execution = attempt["execution"]
-    verification = attempt["verification"].get("status")
-    if attempt.get("cancellation", {}).get("status") == "requested":
-        return ("cancellation-requested", OPERATOR, "cancellation requested; reconcile the attempt")
-    if execution == "blocked":
-        return ("blocked", OPERATOR, attempt.get("blockedRequest"))
-    if execution == "ambiguous":
-        return ("ambiguous", OPERATOR, "the execution outcome is ambiguous; reconcile the attempt")
-    if verification == "ambiguous":
-        return ("verification-ambiguous", OPERATOR, "the verification is ambiguous; reconcile the attempt")
-    if stale_reason:
-        return ("stale-evidence", OPERATOR, stale_reason)
-    if execution == "completed" and verification == "pending":
-        if attempt.get("verificationRounds", 0) >= budget:
-            return ("verification-limit", OPERATOR, "verification restart limit reached")
-        return ("awaiting-verify", UNFINISHED, None)
-    if verification == "passed" and execution == "completed":
-        return ("awaiting-accept", UNFINISHED, None)
-    # A terminal attempt: failed, cancelled, or its verification failed.
-    what = "verification failed" if verification == "failed" else f"execution {execution}"
-    if used >= budget:
-        return ("budget-spent", BUDGET, f"{what}; {used} of {budget} attempts used")
-    return ("retry-pending", OPERATOR, f"{what}; {used} of {budget} attempts used, retry is a decision")
+    """Where one task stands (see the README's "settled" table; decided by ``needs.stand``)."""
+    return _task_state(view, task, needs.stand(view, task, observation, dependencies_done, now))
 
 
 def _closure(view: View, task_id: str | None) -> list[str]:
     """The task and everything it depends on, in plan order (every task without one)."""
-    order = [t["id"] for t in view["plan"]["tasks"]]
-    if task_id is None:
-        return order
-    needed: set[str] = set()
-    pending = [task_id]
-    while pending:
-        current = pending.pop()
-        if current in needed:
-            continue
-        needed.add(current)
-        pending.extend(definition_of(view, current)["dependsOn"])
-    return [t for t in order if t in needed]
+    return needs.dependency_closure(view, task_id)
 
 
 def classify_run(view: View, task_id: str | None = None, now: int | None = None) -> list[TaskState]:
     moment = now_ms() if now is None else now
-    observations = _observations(view)
+    standings = needs.stand_run(view, needs.observations_of(view), moment, task_id)
     tasks = {t["id"]: t for t in view["tasks"]}
-    states: dict[str, TaskState] = {}
-
-    def resolve(current: str, trail: frozenset[str]) -> TaskState:
-        if current in states:
-            return states[current]
-        dependencies = [d for d in definition_of(view, current)["dependsOn"] if d not in trail]
-        done = all(resolve(d, trail | {current}).category == DONE for d in dependencies)
-        result = classify_task(view, tasks[current], observations.get(current, {}), done, moment)
-        states[current] = result
-        return result
-
-    return [resolve(t, frozenset()) for t in _closure(view, task_id)]
+    return [_task_state(view, tasks[current], standing) for current, standing in standings.items()]
 
 
 @dataclass(frozen=True)
@@ -200,18 +110,18 @@ def _listing(states: list[TaskState]) -> str:
 
 
 def lock_problem(snapshot: Snapshot) -> str | None:
-    """A lock that blocks every mutation until an operator acts: unsafe, unreadable, or left by
-    a process that is gone (on this host; another host's owner cannot be probed)."""
+    """A lock that blocks every mutation until an operator acts (``needs.lock_need``: unsafe,
+    unreadable, or left by a process that is gone), in wait's words."""
     for name, lock in snapshot.locks.items():
-        if lock is None:
+        need = needs.lock_need("", name, lock)
+        if need is None or lock is None:
             continue
-        if "unsafe" in lock:
-            return f"{name}.lock is unsafe ({lock['unsafe']}); inspect it by hand"
         owner = lock.get("owner")
+        if need.kind == needs.LOCK_UNSAFE:
+            return f"{name}.lock is unsafe ({lock['unsafe']}); inspect it by hand"
         if not isinstance(owner, dict):
             return f"{name}.lock has no readable owner; inspect it, then recover-lock"
-        if _owner_gone(owner):
-            return f"{name}.lock was left by pid {owner.get('pid')}, which is gone; inspect it, then recover-lock"
+        return f"{name}.lock was left by pid {owner.get('pid')}, which is gone; inspect it, then recover-lock"
     return None
 
 

@@ -16,13 +16,13 @@ from .. import canonical
 from ..engine import latest
 from ..errors import NexusError
 from ..locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
-from ..observe import HEARTBEAT_STALE_MS, inspect_loaded
+from ..observe import inspect_loaded
 from ..paths import read_regular
 from ..shapes import Attempt, Inspection, JsonObject, LockSnapshot, Observation, Task, Verification
 from ..snapshots import observational_hashes
 from ..store import BASE, parse_run, read_state_bytes, run_path
 from ..terminal import terminal_safe_json
-from ..timeutil import iso_from_ms, now_ms, parse_iso_ms
+from ..timeutil import iso_from_ms, now_ms
 
 View = Inspection
 Event = JsonObject
@@ -151,15 +151,10 @@ def _observations(view: View) -> dict[str, Observation]:
 
 
 def heartbeat_stale(attempt: Attempt, now: int) -> bool:
-    """A launched process whose supervisor stopped beating (or never acknowledged the spawn)."""
-    if attempt["backend"].get("kind") != "process":
-        return False
-    process = attempt.get("process")
-    process = process if isinstance(process, dict) else {}
-    if process.get("status") == "finished":
-        return False
-    beat = parse_iso_ms(process.get("heartbeatAt")) or parse_iso_ms(attempt.get("startedAt"))
-    return beat is None or now - beat > HEARTBEAT_STALE_MS
+    """A launched process whose supervisor stopped beating (``needs.heartbeat_stale``)."""
+    from ..needs import heartbeat_stale as stale
+
+    return stale(attempt, now)
 
 
 def _verifications(attempt: Attempt) -> dict[str, Verification]:

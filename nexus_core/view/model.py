@@ -17,16 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from nexus_core import observe, state_dirs
+from nexus_core import needs, observe, state_dirs
 from nexus_core.engine import is_active, latest
 from nexus_core.errors import explained
 from nexus_core.hostinfo import owner_liveness, usable_pid
 from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
+from nexus_core.needs import Need
 from nexus_core.paths import root_of
-from nexus_core.shapes import Inspection, JsonObject, LockSnapshot, Observation, Record, Run, Task
+from nexus_core.shapes import Inspection, JsonObject, LockSnapshot, Observation, Record, Run, Task, TaskDefinition
 from nexus_core.snapshots import observational_hashes
 from nexus_core.store import RUNS, list_run_ids, list_temp_files, parse_run, read_state_bytes, run_path
-from nexus_core.timeutil import now_ms, parse_iso_ms
+from nexus_core.timeutil import iso_from_ms, now_ms, parse_iso_ms
 
 NOT_STARTED = "not started"
 
@@ -90,6 +91,13 @@ class TaskRow:
     last_observed: str | None
     state: str
     objective: str
+    # The kind of need when a person must act (nexus_core.needs, the one classifier), else None.
+    need: str | None = None
+
+    @property
+    def owner_gone(self) -> bool:
+        """The process that owns its running work (a verifier, a launch supervisor) is gone."""
+        return self.need in (needs.VERIFIER_GONE, needs.SUPERVISOR_GONE)
 
     def flags(self) -> set[str]:
         words = {self.state, self.execution, self.verification, self.acceptance}
@@ -99,7 +107,7 @@ class TaskRow:
             words.add("overdue")
         if self.state in ACTIVE_STATES:
             words.add("active")
-        if self.state in ATTENTION or self.stale or self.overdue:
+        if self.state in ATTENTION or self.stale or self.overdue or self.need is not None:
             words.add("attention")
         return words
 
@@ -127,6 +135,8 @@ class RunView:
     observations: tuple[Observation, ...] = ()
     # Listed in the inventory, not read yet (first load in progress).
     loading: bool = False
+    # What its tasks need of a person (nexus_core.needs), in plan order.
+    needs: tuple[Need, ...] = ()
 
     @property
     def total(self) -> int:
@@ -164,6 +174,8 @@ class ProjectSnapshot:
     changed: frozenset[str] = field(default_factory=frozenset)
     # State directories another user owns or may write, in the core's words (state_dirs).
     unsafe_directories: tuple[str, ...] = ()
+    # Everything in the project that waits on a person (locks, runs, tasks, schedules), oldest first.
+    needs: tuple[Need, ...] = ()
 
     def run(self, run_id: str | None) -> RunView | None:
         for view in self.runs:
@@ -201,14 +213,21 @@ def _depends(definition: Record | None) -> tuple[str, ...]:
     return tuple(str(d) for d in definition.get("dependsOn") or ())
 
 
-def build_rows(inspection: Inspection, reusable: dict[str, TaskRow] | None = None) -> tuple[TaskRow, ...]:
-    """``reusable``: rows known to be unchanged (same record, plan and observation)."""
+def build_rows(
+    inspection: Inspection,
+    reusable: dict[str, TaskRow] | None = None,
+    standings: dict[str, needs.Standing] | None = None,
+) -> tuple[TaskRow, ...]:
+    """``reusable``: rows known to be unchanged (same record, plan and observation);
+    ``standings``: each task's (``needs.stand_run``), which gives the row its need."""
     definitions = {d.get("id"): d for d in inspection["plan"]["tasks"]}
     observations = {o["taskId"]: o for o in inspection.get("observations") or []}
     rows = []
     for task in inspection["tasks"]:
+        standing = standings.get(task["id"]) if standings else None
+        need = standing.kind if standing is not None else None
         kept = reusable.get(task["id"]) if reusable else None
-        if kept is not None:
+        if kept is not None and kept.need == need:
             rows.append(kept)
             continue
         definition = definitions.get(task["id"]) or {}
@@ -229,15 +248,26 @@ def build_rows(inspection: Inspection, reusable: dict[str, TaskRow] | None = Non
                 last_observed=attempt.get("observedAt") if attempt else None,
                 state=task_state(task),
                 objective=str(definition.get("objective") or ""),
+                need=need,
             )
         )
     return tuple(rows)
 
 
 def build_view(
-    run_id: str, inspection: Inspection, keep_inspection: bool = True, reusable: dict[str, TaskRow] | None = None
+    run_id: str,
+    inspection: Inspection,
+    keep_inspection: bool = True,
+    reusable: dict[str, TaskRow] | None = None,
+    now: int | None = None,
+    project: str = "",
 ) -> RunView:
-    rows = build_rows(inspection, reusable)
+    """``project``: the root the run's needs name; ``now``: the clock the standings read."""
+    moment = now_ms() if now is None else now
+    observations = needs.observations_of(inspection)
+    standings = needs.stand_run(inspection, observations, moment)
+    rows = build_rows(inspection, reusable, standings)
+    run_needs = tuple(needs.run_needs(project, inspection, observations, moment, standings))
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.state] = counts.get(row.state, 0) + 1
@@ -266,6 +296,7 @@ def build_view(
         evidence_scopes=tuple(dict.fromkeys(scopes)),
         time_sensitive=time_sensitive,
         observations=tuple(inspection.get("observations") or ()),
+        needs=run_needs,
     )
 
 
@@ -327,8 +358,11 @@ class _FileMemo:
     # Per task: a cheap fingerprint of its record, to re-observe only what changed; None while
     # ``run`` is kept (then the records themselves are compared, which is faster).
     task_keys: dict[str, int] | None = field(default_factory=dict)
-    # Records of the tasks whose flags move with the clock (the 1 s tick needs only these).
+    # Records of the tasks whose flags move with the clock (the 1 s tick needs only these), with
+    # their definitions and the run's own facts (id, createdAt, plan): what their standing reads.
     clocked: dict[str, Task] = field(default_factory=dict)
+    clocked_definitions: dict[str, TaskDefinition] = field(default_factory=dict)
+    header: Run | None = None
     # The parsed run, kept for the focus run only (memory).
     run: Run | None = None
 
@@ -510,16 +544,18 @@ class ProjectScanner:
             changed.add(gone)
 
         def snapshot() -> ProjectSnapshot:
+            runs = tuple(self._views.get(r) or _loading_view(r) for r in run_ids)
             return ProjectSnapshot(
                 directory=self.directory,
                 root=root,
-                runs=tuple(self._views.get(r) or _loading_view(r) for r in run_ids),
+                runs=runs,
                 writer_lock=lock_view("writer.lock", locks[0]),
                 recovery_lock=lock_view("recovery.lock", locks[1], recovery_lock_hint(locks[1], root)),
                 scanned_at_ms=moment,
                 stray_temp_files=int(inventory.get("strayTempFiles") or 0),
                 changed=frozenset(changed),
                 unsafe_directories=tuple(inventory["unsafeStateDirectories"]),
+                needs=self._project_needs(root, runs, locks),
             )
 
         first_load = any(r not in self._views for r in run_ids)
@@ -543,6 +579,34 @@ class ProjectScanner:
         if len(self._hashes) > 200_000:  # old stat keys pile up; start over rather than grow
             self._hashes.clear()
         return snapshot()
+
+    def _project_needs(self, root: str, runs: tuple[RunView, ...], locks: tuple[Any, Any]) -> tuple[Need, ...]:
+        """Everything in the project that waits on a person, oldest first (the classifier's)."""
+        found = needs.lock_needs(root, locks[0], locks[1])
+        for view in runs:
+            if view.error is not None:
+                stamp = self._memo[view.run_id].stamp if view.run_id in self._memo else None
+                changed = iso_from_ms(stamp[3] // 1_000_000) if stamp else None
+                found.append(needs.unreadable_need(root, view.run_id, view.error, changed))
+            found.extend(view.needs)
+        found.extend(self._schedule_needs(root))
+        return tuple(needs.oldest_first(found))
+
+    def _schedule_needs(self, root: str) -> list[Need]:
+        """Failed scheduled re-checks, read again only when the database file changed."""
+        from nexus_core.schedule import DB_REL
+
+        stamp = _stamp(os.path.join(root, DB_REL))
+        cached = getattr(self, "_schedules", None)
+        if cached is not None and cached[0] == stamp:
+            return list(cached[1])
+        found: list[Need] = []
+        if stamp is not None:
+            from nexus_core.attention import schedule_needs
+
+            found = schedule_needs(root)
+        self._schedules = (stamp, tuple(found))
+        return found
 
     def _safety_share(self, run_ids: list[str]) -> set[str]:
         """Runs to re-inspect in full on this periodic pass, round-robin, within a time budget
@@ -598,7 +662,7 @@ class ProjectScanner:
         except Exception as error:
             return _broken_view(run_id, previous, explained(error))
         _remember(memo, run, task_keys, is_focus)
-        view = build_view(run_id, inspection, keep_inspection=is_focus, reusable=unchanged_rows)
+        view = build_view(run_id, inspection, is_focus, unchanged_rows, moment, root)
         if previous is not None and _same_view(previous, view):
             return previous
         return view
@@ -686,17 +750,61 @@ class ProjectScanner:
             refresh_time_flags(o, memo.clocked[o["taskId"]], moment) if o["taskId"] in memo.clocked else o
             for o in previous.observations
         ]
-        if all(a is b for a, b in zip(observations, previous.observations, strict=True)):
+        standings = self._clocked_standings(previous, memo, observations, moment)
+        if all(a is b for a, b in zip(observations, previous.observations, strict=True)) and all(
+            row.need == standings[row.task_id].kind for row in previous.rows if row.task_id in standings
+        ):
             return previous
         if previous.inspection is not None:
             inspection = previous.inspection.copy()
             inspection["observations"] = observations
-            return build_view(previous.run_id, inspection)
+            return build_view(previous.run_id, inspection, now=moment, project=self.root or "")
         by_id = {o["taskId"]: o for o in observations}
-        rows = tuple(dataclasses.replace(row, overdue=bool(by_id[row.task_id].get("overdue"))) for row in previous.rows)
-        return dataclasses.replace(
-            previous, rows=rows, overdue=sum(1 for r in rows if r.overdue), observations=tuple(observations)
+        rows = tuple(
+            dataclasses.replace(
+                row,
+                overdue=bool(by_id[row.task_id].get("overdue")),
+                need=standings[row.task_id].kind if row.task_id in standings else row.need,
+            )
+            for row in previous.rows
         )
+        return dataclasses.replace(
+            previous,
+            rows=rows,
+            overdue=sum(1 for r in rows if r.overdue),
+            observations=tuple(observations),
+            needs=self._clocked_needs(previous, memo, standings),
+        )
+
+    @staticmethod
+    def _clocked_standings(
+        previous: RunView, memo: _FileMemo, observations: list[Observation], moment: int
+    ) -> dict[str, needs.Standing]:
+        """The standings of the tasks whose standing moves with the clock (each has an attempt:
+        its dependencies and the run's capacity do not matter)."""
+        if memo.header is None:
+            return {}
+        by_id = {o["taskId"]: o for o in observations}
+        return {
+            task_id: needs.stand(
+                memo.header, task, by_id.get(task_id, {}), True, moment, memo.clocked_definitions[task_id]
+            )
+            for task_id, task in memo.clocked.items()
+            if task_id in memo.clocked_definitions
+        }
+
+    def _clocked_needs(
+        self, previous: RunView, memo: _FileMemo, standings: dict[str, needs.Standing]
+    ) -> tuple[Need, ...]:
+        if memo.header is None:
+            return previous.needs
+        found = [need for need in previous.needs if need.task not in standings]
+        for task_id, standing in standings.items():
+            need = needs.task_need(self.root or "", memo.header, memo.clocked[task_id], standing)
+            if need is not None:
+                found.append(need)
+        order = {row.task_id: index for index, row in enumerate(previous.rows)}
+        return tuple(sorted(found, key=lambda need: order.get(need.task or "", -1)))
 
     def scope_paths(self) -> list[str]:
         """Absolute paths worth watching for staleness (existing ones only); recomputed only
@@ -725,6 +833,9 @@ def _remember(memo: _FileMemo, run: Run, task_keys: dict[str, int] | None, is_fo
     memo.plan_hash = run.get("planHash")
     memo.task_keys = task_keys
     memo.clocked = {task["id"]: task for task in run["tasks"] if _time_dependent(task)}
+    definitions = {definition["id"]: definition for definition in run["plan"]["tasks"]}
+    memo.clocked_definitions = {task_id: definitions[task_id] for task_id in memo.clocked}
+    memo.header = cast(Run, {key: run.get(key) for key in ("id", "createdAt", "planHash")})
     memo.run = run if is_focus else None
 
 

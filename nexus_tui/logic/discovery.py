@@ -6,82 +6,51 @@ again every few seconds, and the "All projects" tab shows one :func:`summarize` 
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 
-from nexus_core.store import BASE
+from nexus_core import needs
+from nexus_core.projects import DEFAULT_DEPTH, SKIPPED_NAMES, discover_projects, is_project
 
-from .model import LockView, ProjectSnapshot
+from .model import ProjectSnapshot
 
-DEFAULT_DEPTH = 4
-# Never entered: version control, dependency trees, caches. Virtual environments are also
-# recognised by their pyvenv.cfg, whatever their name.
-SKIPPED_NAMES = frozenset(
-    {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache"}
-)
-_BASE_PARTS = BASE.split("/")
+__all__ = ["DEFAULT_DEPTH", "SKIPPED_NAMES", "ProjectSummary", "discover_projects", "is_project", "order", "summarize"]
 
-
-def _is_real_dir(path: str) -> bool:
-    """A directory itself, not a symlink to one (a symlink could lead out of ROOT)."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def is_project(directory: str) -> bool:
-    """Whether ``directory`` holds ``.bmad-plus/nexus`` (each part a real directory)."""
-    path = directory
-    for part in _BASE_PARTS:
-        path = os.path.join(path, part)
-        if not _is_real_dir(path):
-            return False
-    return True
-
-
-def discover_projects(root: str, max_depth: int = DEFAULT_DEPTH) -> list[str]:
-    """Every project directory under ``root`` (``root`` itself at depth 0), sorted.
-
-    Follows no symlink, enters no skipped or unreadable directory (without failing), and no
-    deeper than ``max_depth`` levels below ``root``."""
-    top = os.path.realpath(root)
-    found: list[str] = []
-    pending = [(top, 0)]
-    while pending:
-        directory, depth = pending.pop()
-        if is_project(directory):
-            found.append(directory)
-        if depth >= max_depth:
-            continue
-        try:
-            with os.scandir(directory) as entries:
-                children = [
-                    entry.path
-                    for entry in entries
-                    if entry.name not in SKIPPED_NAMES
-                    and entry.name != _BASE_PARTS[0]
-                    and entry.is_dir(follow_symlinks=False)
-                ]
-        except OSError:
-            continue  # unreadable, or gone since it was listed
-        for child in children:
-            if not os.path.exists(os.path.join(child, "pyvenv.cfg")):
-                pending.append((child, depth + 1))
-    return sorted(found)
-
-
-# What needs an operator, most urgent first (the overview's order and its columns).
+# What needs an operator, most urgent first (the overview's order and its columns): each group
+# counts the needs of some kinds (nexus_core.needs, the one classifier).
 NEEDS = (
     ("unreadable", "unreadable"),  # runs (or the project) that cannot be read: nothing else is known
     ("dead_lock", "dead lock"),  # a writer.lock/recovery.lock whose owner is gone blocks every write
-    ("ambiguous", "ambiguous"),
+    ("owner_gone", "owner gone"),  # a verifier or a launch supervisor that died mid-work
+    ("ambiguous", "to reconcile"),
     ("overdue", "overdue"),
     ("blocked", "blocked"),
     ("stale", "stale"),
+    ("to_decide", "to decide"),
     ("receipts", "to collect"),
+    ("schedules", "schedule failed"),
 )
+GROUP_OF_KIND = {
+    needs.RUN_UNREADABLE: "unreadable",
+    needs.WRITER_LOCK_DEAD: "dead_lock",
+    needs.RECOVERY_LOCK_LEFT: "dead_lock",
+    needs.LOCK_UNSAFE: "dead_lock",
+    needs.VERIFIER_GONE: "owner_gone",
+    needs.SUPERVISOR_GONE: "owner_gone",
+    needs.EXECUTION_AMBIGUOUS: "ambiguous",
+    needs.VERIFICATION_AMBIGUOUS: "ambiguous",
+    needs.CANCEL_REQUESTED: "ambiguous",
+    needs.OVERDUE: "overdue",
+    needs.BLOCKED: "blocked",
+    needs.DEPENDENCY_STALE: "blocked",
+    needs.EVIDENCE_STALE: "stale",
+    needs.ACCEPTED_STALE: "stale",
+    needs.RESOURCE_CHANGED: "stale",
+    needs.ATTEMPT_FAILED: "to_decide",
+    needs.BUDGET_SPENT: "to_decide",
+    needs.VERIFICATION_LIMIT: "to_decide",
+    needs.RECEIPT: "receipts",
+    needs.SCHEDULE_FAILED: "schedules",
+}
 
 
 @dataclass(frozen=True)
@@ -92,14 +61,22 @@ class ProjectSummary:
     runs: int
     tasks: int
     accepted: int
-    unreadable: int
-    dead_lock: int
-    ambiguous: int
-    overdue: int
-    blocked: int
-    stale: int
-    receipts: int
+    unreadable: int = 0
+    dead_lock: int = 0
+    owner_gone: int = 0
+    ambiguous: int = 0
+    overdue: int = 0
+    blocked: int = 0
+    stale: int = 0
+    to_decide: int = 0
+    receipts: int = 0
+    schedules: int = 0
     loaded: bool = True
+
+    @property
+    def total(self) -> int:
+        """How many things need a person in the project."""
+        return sum(getattr(self, key) for key, _ in NEEDS)
 
     def needs(self) -> list[tuple[str, int]]:
         """(label, count) of each thing that needs an operator, most urgent first."""
@@ -112,36 +89,23 @@ class ProjectSummary:
         return (first, *(-count for count in counts))
 
 
-def _dead(lock: LockView) -> bool:
-    return lock.present and lock.alive is False
-
-
 def summarize(snapshot: ProjectSnapshot) -> ProjectSummary:
-    """What an operator must know of one project, from the dashboard's own scan."""
+    """What an operator must know of one project, from the dashboard's own scan: its needs
+    (``snapshot.needs``, the classifier's), counted by group."""
     runs = snapshot.runs
-    states: dict[str, int] = {}
-    receipts = 0
-    for view in runs:
-        for state, count in view.counts:
-            states[state] = states.get(state, 0) + count
-        for observation in view.observations:
-            process = observation.get("process")
-            if isinstance(process, dict) and process.get("receiptReady"):
-                receipts += 1
-    unreadable = sum(1 for view in runs if view.error) + (1 if snapshot.error else 0)
+    counts: dict[str, int] = {}
+    for need in snapshot.needs:
+        group = GROUP_OF_KIND[need.kind]
+        counts[group] = counts.get(group, 0) + 1
+    if snapshot.error:
+        counts["unreadable"] = counts.get("unreadable", 0) + 1
     return ProjectSummary(
         directory=snapshot.root or snapshot.directory,
         runs=len(runs),
         tasks=sum(view.total for view in runs),
-        accepted=states.get("accepted", 0),
-        unreadable=unreadable,
-        dead_lock=int(_dead(snapshot.writer_lock)) + int(_dead(snapshot.recovery_lock)),
-        ambiguous=states.get("ambiguous", 0),
-        overdue=sum(view.overdue for view in runs),
-        blocked=states.get("blocked", 0),
-        stale=sum(view.stale for view in runs),
-        receipts=receipts,
+        accepted=sum(view.count("accepted") for view in runs),
         loaded=not any(view.loading for view in runs),
+        **counts,
     )
 
 

@@ -15,6 +15,7 @@ from nexus_core.view.model import (
     RunView,
     ScopeIndex,
     TaskRow,
+    build_view,
     task_state,
 )
 
@@ -31,5 +32,6 @@ __all__ = [
     "RunView",
     "ScopeIndex",
     "TaskRow",
+    "build_view",
     "task_state",
 ]

@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from nexus_core import canonical
+from nexus_core import canonical, needs
+from nexus_core.engine import latest
 from nexus_core.errors import NexusError, explained
 from nexus_core.hostinfo import hostname, owner_liveness
 from nexus_core.locks import (
@@ -38,7 +39,7 @@ from nexus_core.shapes import (
 from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
 from nexus_core.state_dirs import directory_problem
 from nexus_core.store import LOAD_LIMIT, RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
-from nexus_core.timeutil import now_ms, parse_iso_ms
+from nexus_core.timeutil import now_ms
 from nexus_core.words import json_word
 
 EVIDENCE_DIR = ".bmad-plus/nexus/evidence"
@@ -362,10 +363,17 @@ def lock_situations(root: str) -> list[Situation]:
                 )
             )
         elif state != "alive":
+            # Its need (needs.lock_need) decides: a dead owner, or none that can be read; an owner
+            # on another host cannot be told, and is shown without being a need.
+            need = needs.lock_need(root, "writer", writer)
             found.append(
                 Situation(
-                    "writer-lock-dead" if state == "dead" else "writer-lock-unknown",
-                    "writer.lock left by a dead process" if state == "dead" else "writer.lock of an unverifiable owner",
+                    "writer-lock-dead" if need is not None else "writer-lock-unknown",
+                    "writer.lock of an unverifiable owner"
+                    if need is None
+                    else "writer.lock left by a dead process"
+                    if state == "dead"
+                    else need.text,
                     None,
                     None,
                     known,
@@ -486,19 +494,22 @@ def _retry_or_verify(definition: TaskDefinition) -> str:
 
 
 def task_situations(root: str, inspected: Inspection, now: int | None = None) -> list[Situation]:
-    """Situations of every task of an inspected run (``inspect_loaded`` output)."""
+    """Situations of every task of an inspected run (``inspect_loaded`` output): one per task
+    that needs a person, chosen by the kind of its need (``nexus_core.needs``, the classifier
+    that wait, the rows and ``nexus attention`` read too)."""
     moment = now_ms() if now is None else now
-    observations = {o["taskId"]: o for o in inspected.get("observations", [])}
+    observations = needs.observations_of(inspected)
     definitions = {d["id"]: d for d in inspected["plan"]["tasks"]}
+    tasks = {t["id"]: t for t in inspected["tasks"]}
     found: list[Situation] = []
-    for task in inspected["tasks"]:
-        task_id = task["id"]
-        definition = definitions[task_id]
-        observation = observations.get(task_id, {})
-        attempt = task["attempts"][-1] if task["attempts"] else None
-        found.extend(_task_situations(root, inspected, task, definition, observation, attempt, moment))
-        if attempt is None and task["integration"] != "accepted":
-            found.extend(_blocked_by_stale_dependency(root, inspected, task, definition, observations))
+    for task_id, standing in needs.stand_run(inspected, observations, moment).items():
+        if standing.kind is None:
+            continue
+        task = tasks[task_id]
+        facts = _TaskFacts(
+            root, inspected, task, definitions[task_id], observations.get(task_id, {}), latest(task), moment, standing
+        )
+        found.extend(SITUATION_OF_KIND[standing.kind](facts))
     return found
 
 
@@ -511,8 +522,15 @@ class _TaskFacts:
     task: Task
     definition: TaskDefinition
     observation: Observation
-    attempt: Attempt
+    maybe_attempt: Attempt | None
     now: int
+    standing: needs.Standing
+
+    @property
+    def attempt(self) -> Attempt:
+        """The latest attempt (only asked by the situations of kinds that have one)."""
+        assert self.maybe_attempt is not None
+        return self.maybe_attempt
 
     @property
     def task_id(self) -> str:
@@ -546,56 +564,32 @@ class _TaskFacts:
     def situation(
         self, kind: str, title: str, known: list[str], checks: list[str], step: str, **extra: Any
     ) -> Situation:
+        """A situation of this task; its safe next step is the need's guided action (the one
+        place that decides it: ``needs.stand``)."""
+        extra.setdefault("next_action", self.standing.action)
         return Situation(kind, title, self.run["id"], self.task_id, known, checks, step, **extra)
 
     def fresh_run(self) -> FreshRun:
         return fresh_run(self.root, self.run["id"], self.run["plan"])
 
 
-# A family answers None when the task is not in it (the next family is asked), else the
-# situations it finds (possibly none): then no later family is asked.
-Family = Callable[[_TaskFacts], "list[Situation] | None"]
+# Each kind of need has its situation: what is known, what to check, the safe next step (the
+# need's guided action). A situation function is asked only for a task whose need is its kind.
+Family = Callable[["_TaskFacts"], "list[Situation]"]
 
 
-def _task_situations(
-    root: str,
-    run: Inspection,
-    task: Task,
-    definition: TaskDefinition,
-    observation: Observation,
-    attempt: Attempt | None,
-    now: int,
-) -> list[Situation]:
-    found = _resource_changed(root, run, task, definition, observation)
-    if attempt is None:
-        return found
-    facts = _TaskFacts(root, run, task, definition, observation, attempt, now)
-    for family in _ATTEMPT_FAMILIES:
-        situations = family(facts)
-        if situations is not None:
-            return found + situations
-    return found
-
-
-def _resource_changed(
-    root: str, run: Inspection, task: Task, definition: TaskDefinition, observation: Observation
-) -> list[Situation]:
-    if observation.get("resourcesCurrent", True):
-        return []
+def _resource_changed(facts: _TaskFacts) -> list[Situation]:
     try:
-        changes = resource_changes(root, definition)
+        changes = resource_changes(facts.root, facts.definition)
     except NexusError as error:
         changes = []
         reason = explained(error)
     else:
-        reason = observation.get("staleReason") or ""
-    task_id = task["id"]
+        reason = facts.observation.get("staleReason") or ""
     return [
-        Situation(
+        facts.situation(
             "resource-changed",
-            f"{task_id}: a protected resource changed since create",
-            run["id"],
-            task_id,
+            f"{facts.task_id}: a protected resource changed since create",
             [reason, *[c.words() for c in changes]],
             [
                 "Was the verifier, a check script or the worker executable changed on purpose?",
@@ -604,18 +598,14 @@ def _resource_changed(
             "Restore the original files; if the change is intended, create a fresh run from the same plan "
             "(create snapshots the resources again).",
             changes=changes,
-            fresh_run=fresh_run(root, run["id"], run["plan"]),
+            fresh_run=facts.fresh_run(),
         )
     ]
 
 
-def _accepted(facts: _TaskFacts) -> list[Situation] | None:
-    """An accepted task: only its evidence going stale is a situation."""
+def _accepted(facts: _TaskFacts) -> list[Situation]:
+    """An accepted task whose evidence went stale."""
     task, task_id = facts.task, facts.task_id
-    if task["integration"] != "accepted":
-        return None
-    if not facts.observation.get("stale"):
-        return []
     try:
         changes = evidence_changes(facts.root, facts.definition, facts.attempt)
         problem = None
@@ -651,10 +641,8 @@ def _accepted(facts: _TaskFacts) -> list[Situation] | None:
     ]
 
 
-def _receipt_uncollected(facts: _TaskFacts) -> list[Situation] | None:
-    process = facts.process
-    if process is None or not facts.process_observation.get("receiptReady"):
-        return None
+def _receipt_uncollected(facts: _TaskFacts) -> list[Situation]:
+    process = facts.process or {}
     receipt = process.get("receipt") or {}
     kept = facts.process_observation.get("recoverableReceipt")
     return [
@@ -673,20 +661,15 @@ def _receipt_uncollected(facts: _TaskFacts) -> list[Situation] | None:
             ],
             ["Nothing to check before collecting: the receipt is the owned result."],
             "Collect this exact attempt's receipt, then verify (completed) or reconcile and retry.",
-            next_action="collect",
             then=["verify", "reconcile"],
         )
     ]
 
 
-def _verification_running(facts: _TaskFacts) -> list[Situation] | None:
-    """A running verification: a situation only when its verifier is gone."""
+def _verification_running(facts: _TaskFacts) -> list[Situation]:
+    """A verification left running by a verifier that is gone."""
     verification = facts.verification
-    if verification["status"] != "running":
-        return None
     owner = verification.get("owner") or {}
-    if owner_liveness(owner.get("hostname"), owner.get("pid")) == "alive":
-        return []
     return [
         facts.situation(
             "verification-orphaned",
@@ -705,19 +688,13 @@ def _verification_running(facts: _TaskFacts) -> list[Situation] | None:
             ],
             "Reconcile the attempt (outcome 'completed' if the work itself is done): the orphaned "
             "verification moves to the history, then verify again.",
-            next_action="reconcile",
             then=["verify"],
         )
     ]
 
 
-def _heartbeat_stale(facts: _TaskFacts) -> list[Situation] | None:
-    process, backend = facts.process, facts.backend
-    if process is None or process.get("status") not in ("starting", "running"):
-        return None
-    supervisor_state = owner_liveness(backend.get("hostname"), backend.get("ownerPid"))
-    if not facts.process_observation.get("heartbeatStale") or supervisor_state == "alive":
-        return None
+def _heartbeat_stale(facts: _TaskFacts) -> list[Situation]:
+    process, backend = facts.process or {}, facts.backend
     child = process.get("childPid")
     return [
         facts.situation(
@@ -725,8 +702,9 @@ def _heartbeat_stale(facts: _TaskFacts) -> list[Situation] | None:
             f"{facts.task_id}: the process supervisor stopped reporting",
             [
                 facts.known_attempt,
-                f"Process status '{process.get('status')}', last heartbeat {process.get('heartbeatAt')}; "
-                f"supervisor {_liveness_words(backend.get('hostname'), backend.get('ownerPid'))}.",
+                f"Process status '{process.get('status', 'launch-unacknowledged')}', last heartbeat "
+                f"{process.get('heartbeatAt')}; supervisor "
+                f"{_liveness_words(backend.get('hostname'), backend.get('ownerPid'))}.",
                 f"Child: {_liveness_words(backend.get('hostname'), child) if child else 'never spawned'}.",
                 "No receipt was stored: the outcome is unknown.",
             ],
@@ -736,19 +714,13 @@ def _heartbeat_stale(facts: _TaskFacts) -> list[Situation] | None:
             ],
             "Reconcile with what you observed (ownerStopped is your declaration). "
             + _retry_or_verify(facts.definition),
-            next_action="reconcile",
             then=["verify", "launch"],
         )
     ]
 
 
-def _overdue(facts: _TaskFacts) -> list[Situation] | None:
+def _overdue(facts: _TaskFacts) -> list[Situation]:
     attempt = facts.attempt
-    live = attempt["execution"] in ("running", "blocked")
-    deadline = parse_iso_ms(attempt.get("deadline"))
-    overdue = facts.observation.get("overdue") or (live and deadline is not None and facts.now > deadline)
-    if not (live and facts.cancellation == "none" and overdue):
-        return None
     is_process = facts.backend.get("kind") == "process"
     return [
         facts.situation(
@@ -765,15 +737,24 @@ def _overdue(facts: _TaskFacts) -> list[Situation] | None:
                 else "If the worker finished, record its report; if it is stopped or you stop it, reconcile "
                 "with what you observed."
             ),
-            next_action="cancel" if is_process else "reconcile",
             then=["reconcile"] if is_process else ["record", "cancel"],
         )
     ]
 
 
-def _blocked(facts: _TaskFacts) -> list[Situation] | None:
-    if facts.attempt["execution"] != "blocked" or facts.cancellation != "none":
-        return None
+def _blocked(facts: _TaskFacts) -> list[Situation]:
+    if facts.process is not None:
+        return [
+            facts.situation(
+                "attempt-blocked",
+                f"{facts.task_id}: the supervised process reported it is blocked",
+                [facts.known_attempt, f"Blocked request: {facts.attempt.get('blockedRequest')}"],
+                ["What does the worker need? No approval is inferred by Nexus."],
+                "Resolve the request outside Nexus; the process has ended, so reconcile this attempt, then "
+                "launch a new one.",
+                then=["launch"],
+            )
+        ]
     return [
         facts.situation(
             "attempt-blocked",
@@ -781,13 +762,12 @@ def _blocked(facts: _TaskFacts) -> list[Situation] | None:
             [facts.known_attempt, f"Blocked request: {facts.attempt.get('blockedRequest')}"],
             ["What does the worker need? No approval is inferred by Nexus."],
             "Resolve the request outside Nexus; the worker then records its outcome, or reconcile if it stopped.",
-            next_action="record",
             then=["reconcile", "cancel"],
         )
     ]
 
 
-def _interrupted(facts: _TaskFacts) -> list[Situation] | None:
+def _interrupted(facts: _TaskFacts) -> list[Situation]:
     attempt, verification, cancellation = facts.attempt, facts.verification, facts.cancellation
     why = []
     if attempt["execution"] == "ambiguous":
@@ -797,8 +777,6 @@ def _interrupted(facts: _TaskFacts) -> list[Situation] | None:
         why.append(f"a cancellation was requested ({requested}) and awaits reconciliation")
     if verification["status"] == "ambiguous":
         why.append("the verification was interrupted (ambiguous)")
-    if not why:
-        return None
     checks = [
         "Has the worker really stopped? Check its process and host yourself.",
         "What is in the write scope now? Is the result complete, partial or absent?",
@@ -814,15 +792,12 @@ def _interrupted(facts: _TaskFacts) -> list[Situation] | None:
             [facts.known_attempt, "Known: " + "; ".join(why) + "."],
             checks,
             "Reconcile with what you observed (completed, failed or cancelled). " + _retry_or_verify(definition),
-            next_action="reconcile",
             then=["verify", "launch" if definition.get("execution") else "retry"],
         )
     ]
 
 
-def _evidence_stale(facts: _TaskFacts) -> list[Situation] | None:
-    if facts.verification["status"] != "passed" or not facts.observation.get("stale"):
-        return None
+def _evidence_stale(facts: _TaskFacts) -> list[Situation]:
     try:
         changes = evidence_changes(facts.root, facts.definition, facts.attempt)
     except NexusError:
@@ -834,9 +809,26 @@ def _evidence_stale(facts: _TaskFacts) -> list[Situation] | None:
             [facts.known_attempt, f"Now: {facts.observation.get('staleReason')}", *[c.words() for c in changes]],
             ["Who changed these files after the verification? Is the new content wanted?"],
             "Restore the verified files and accept, or reconcile 'failed' and retry with a new attempt.",
-            next_action="reconcile",
             then=["launch" if facts.definition.get("execution") else "retry"],
             changes=changes,
+        )
+    ]
+
+
+def _verification_limit(facts: _TaskFacts) -> list[Situation]:
+    attempt, definition = facts.attempt, facts.definition
+    return [
+        facts.situation(
+            "verification-limit",
+            f"{facts.task_id}: the verification restart limit is reached",
+            [
+                facts.known_attempt,
+                f"{attempt.get('verificationRounds')} verification round(s) of {definition['maxAttempts']} are used: "
+                "verify is refused for this attempt.",
+            ],
+            ["Why did the earlier verifications not finish (stopped, interrupted)?"],
+            "Reconcile the attempt, then create a new attempt (retry).",
+            then=["launch" if definition.get("execution") else "retry"],
         )
     ]
 
@@ -853,21 +845,18 @@ _ENDED_QUESTIONS = {
 }
 
 
-def _ended(facts: _TaskFacts) -> list[Situation] | None:
+def _ended(facts: _TaskFacts) -> list[Situation]:
     """An attempt that ended failed or cancelled, or whose verification failed: retry or not."""
     attempt, verification, definition, task = facts.attempt, facts.verification, facts.definition, facts.task
     execution_ended = attempt["execution"] in ("failed", "cancelled")
-    verification_failed = verification["status"] == "failed"
-    if not (execution_ended or verification_failed):
-        return None
     state = attempt["execution"] if execution_ended else "verification failed"
     how = [f"execution {attempt['execution']}"] if execution_ended else []
-    if verification_failed:
+    if verification["status"] == "failed":
         how.append(f"verification failed ({verification.get('problem') or 'a check did not pass'})")
     ended_words = ", ".join(how)
     why, before_next = _ENDED_QUESTIONS[state]
     retry_action = "launch" if definition.get("execution") else "retry"
-    if len(task["attempts"]) >= definition["maxAttempts"]:
+    if facts.standing.kind == needs.BUDGET_SPENT:
         return [
             facts.situation(
                 "budget-spent",
@@ -882,7 +871,7 @@ def _ended(facts: _TaskFacts) -> list[Situation] | None:
                 fresh_run=facts.fresh_run(),
             )
         ]
-    if not definition["idempotent"] and (attempt.get("reconciliation") or {}).get("retrySafe") is not True:
+    if facts.standing.action == "reconcile":
         outcome = f"'{attempt['execution']}'" if execution_ended else "'failed' (the work did not pass its checks)"
         return [
             facts.situation(
@@ -891,7 +880,6 @@ def _ended(facts: _TaskFacts) -> list[Situation] | None:
                 [facts.known_attempt, f"The attempt ended: {ended_words}.", "The task is not idempotent."],
                 ["Is redoing this task's work harmless (no duplicated external effects)?"],
                 f"Reconcile {outcome} with retry-safe ticked, then retry.",
-                next_action="reconcile",
                 then=[retry_action],
             )
         ]
@@ -906,47 +894,23 @@ def _ended(facts: _TaskFacts) -> list[Situation] | None:
             ],
             [f"{why} {before_next}"],
             "Retry: a new attempt starts from the current workspace.",
-            next_action=retry_action,
         )
     ]
 
 
-# In the order they are asked: the first family a task is in decides its situations.
-_ATTEMPT_FAMILIES: tuple[Family, ...] = (
-    _accepted,
-    _receipt_uncollected,
-    _verification_running,
-    _heartbeat_stale,
-    _overdue,
-    _blocked,
-    _interrupted,
-    _evidence_stale,
-    _ended,
-)
-
-
-def _blocked_by_stale_dependency(
-    root: str,
-    run: Inspection,
-    task: Task,
-    definition: TaskDefinition,
-    observations: dict[str, Observation],
-) -> list[Situation]:
+def _blocked_by_stale_dependency(facts: _TaskFacts) -> list[Situation]:
     """A task that cannot start because an accepted dependency's evidence went stale."""
-    tasks = {t["id"]: t for t in run["tasks"]}
+    tasks = {t["id"]: t for t in facts.run["tasks"]}
+    observations = needs.observations_of(facts.run)
     stale = [
         dep
-        for dep in definition["dependsOn"]
+        for dep in facts.definition["dependsOn"]
         if tasks.get(dep, {}).get("integration") == "accepted" and observations.get(dep, {}).get("stale")
     ]
-    if not stale:
-        return []
     return [
-        Situation(
+        facts.situation(
             "dependency-stale",
-            f"{task['id']}: cannot start, {', '.join(stale)} is stale",
-            run["id"],
-            task["id"],
+            f"{facts.task_id}: cannot start, {', '.join(stale)} is stale",
             [
                 f"Start is refused while the accepted evidence of {dep} is stale: "
                 f"{observations[dep].get('staleReason')}"
@@ -955,9 +919,29 @@ def _blocked_by_stale_dependency(
             [f"Open the situation of {', '.join(stale)}: are the changes intended?"],
             "Restore the dependency's files (its evidence becomes current again), or create a fresh run "
             "from the same plan where every task is redone and re-verified.",
-            fresh_run=fresh_run(root, run["id"], run["plan"]),
+            fresh_run=facts.fresh_run(),
         )
     ]
+
+
+# The situation of each kind of task need (a test checks that every kind has one).
+SITUATION_OF_KIND: dict[str, Family] = {
+    needs.RESOURCE_CHANGED: _resource_changed,
+    needs.ACCEPTED_STALE: _accepted,
+    needs.RECEIPT: _receipt_uncollected,
+    needs.VERIFIER_GONE: _verification_running,
+    needs.SUPERVISOR_GONE: _heartbeat_stale,
+    needs.OVERDUE: _overdue,
+    needs.BLOCKED: _blocked,
+    needs.CANCEL_REQUESTED: _interrupted,
+    needs.EXECUTION_AMBIGUOUS: _interrupted,
+    needs.VERIFICATION_AMBIGUOUS: _interrupted,
+    needs.EVIDENCE_STALE: _evidence_stale,
+    needs.VERIFICATION_LIMIT: _verification_limit,
+    needs.ATTEMPT_FAILED: _ended,
+    needs.BUDGET_SPENT: _ended,
+    needs.DEPENDENCY_STALE: _blocked_by_stale_dependency,
+}
 
 
 # ----------------------------------------------------------------- the whole project

@@ -37,6 +37,7 @@ class ProjectSession:
     filter_text: str = ""
     run_sort: Sort = (None, False)
     task_sort: Sort = (None, False)
+    shown_label: str = ""  # the tab's label as last shown (the label and its count of needs)
     # A project on another host (--ssh): its snapshots come from the host's observer, never
     # from ``scanner``, and its actions run there (logic/remote.py).
     remote: RemoteLink | None = None

@@ -5,6 +5,7 @@ width (stacked under the label when the screen is too narrow for three columns).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -50,7 +51,7 @@ def _row(text: Text, keys: str, label: str, description: str, width: int, label_
     text.append("\n")
 
 
-def help_text(width: int) -> Text:
+def help_text(width: int, keymap: Mapping[str, str] | None = None) -> Text:
     text = Text()
     text.append("nexus-tui: a live, read-only view of nexus runs\n", style="bold")
     text.append("Labels in this colour change state (each asks first).\n\n", style="dim")
@@ -61,7 +62,7 @@ def help_text(width: int) -> Text:
     for group, entries in groups.items():
         text.append(f"{group}\n", style="bold underline")
         for entry in entries:
-            keys = actions.key_label(entry.keys) or "palette"
+            keys = actions.key_label(actions.effective_keys(entry, keymap or {})) or "palette"
             _row(text, keys, entry.label, entry.help, width, render.themed("$warning") if entry.mutating else "")
         text.append("\n")
     text.append("Also\n", style="bold underline")
@@ -74,6 +75,8 @@ def help_text(width: int) -> Text:
     for state, glyph in render.GLYPH.items():
         text.append(f"  {glyph} ", style=render.state_style(state, ""))
         text.append(f"{state}\n")
+    text.append(f"  {render.OWNER_GONE_GLYPH} ", style=render.themed(render.OWNER_GONE_STYLE))
+    text.append("owner gone: a verifier or launch supervisor died mid-work (the guide, g, says what to do)\n")
     text.append("\nCompact columns (Exe, Ver, Acc, on a narrow screen)\n", style="bold underline")
     by_glyph: dict[str, list[str]] = {}
     for value, glyph in render.VALUE_GLYPH.items():
@@ -92,8 +95,12 @@ def help_text(width: int) -> Text:
 class HelpText(Static):
     """The help's text, laid out again for its width whenever that changes."""
 
+    def __init__(self, text: Text, keymap: Mapping[str, str]) -> None:
+        super().__init__(text)
+        self.keymap = keymap
+
     def on_resize(self, event: events.Resize) -> None:
-        self.update(help_text(event.size.width))
+        self.update(help_text(event.size.width, self.keymap))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -101,9 +108,13 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark,f1", "dismiss", "Close", show=True),
     ]
 
+    def __init__(self, keymap: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self.keymap = dict(keymap or {})  # the settings' key overrides: the help shows the effective keys
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield HelpText(help_text(self.app.size.width))
+            yield HelpText(help_text(self.app.size.width, self.keymap), self.keymap)
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(None)

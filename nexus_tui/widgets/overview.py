@@ -19,23 +19,38 @@ from ..logic.discovery import ProjectSummary, order
 from .plain import plain
 from .render import themed
 
-COLUMNS = (("project", "Project"), ("runs", "Runs"), ("accepted", "Accepted"), ("needs", "Needs an operator"))
+COLUMNS = (
+    ("project", "Project"),
+    ("runs", "Runs"),
+    ("accepted", "Accepted"),
+    ("count", "Needs"),
+    ("needs", "Needs an operator"),
+)
 # Each kind of need, coloured by how urgent it is.
 NEED_STYLE = {
     "unreadable": "bold $error",
     "dead lock": "bold $error",
-    "ambiguous": "bold $accent",
+    "owner gone": "bold $error",
+    "to reconcile": "bold $accent",
     "overdue": "bold $error",
     "blocked": "$warning",
     "stale": "$warning",
+    "to decide": "$warning",
     "to collect": "$primary-lighten-2",
+    "schedule failed": "$warning",
 }
 
 
 def summary_cells(label: str, summary: ProjectSummary | None) -> dict[str, Text]:
     name = plain(label, "bold", one_line=True)
     if summary is None:
-        return {"project": name, "runs": Text("…", style="dim"), "accepted": Text(""), "needs": Text("loading…")}
+        return {
+            "project": name,
+            "runs": Text("…", style="dim"),
+            "accepted": Text(""),
+            "count": Text(""),
+            "needs": Text("loading…"),
+        }
     needs = Text()
     for kind, count in summary.needs():
         if needs:
@@ -49,6 +64,7 @@ def summary_cells(label: str, summary: ProjectSummary | None) -> dict[str, Text]
         "accepted": Text(
             f"{summary.accepted}/{summary.tasks}", style=themed("$success") if summary.accepted else "dim"
         ),
+        "count": Text(str(summary.total), style=themed("bold $error")) if summary.total else Text("0", style="dim"),
         "needs": needs,
     }
 

@@ -411,6 +411,28 @@ class ProjectPane(Vertical):
         self._sync_detail(now_ms())
         self.tasks.focus()
 
+    def select(self, run_id: str, task_id: str | None) -> None:
+        """Put the cursors on ``run_id`` and ``task_id`` (the inbox's jump); a filter that hides
+        the task is cleared. The scanner is told the run (its full inspection is wanted)."""
+        now = now_ms()
+        if task_id is not None and self.session.filter_text:
+            view = self.session.snapshot.run(run_id) if self.session.snapshot else None
+            row = next((r for r in view.rows if r.task_id == task_id), None) if view else None
+            if row is None or not row_matches(row, parse_filter(self.session.filter_text).terms):
+                self.filter_input.value = ""
+                self.session.filter_text = ""
+                self.filter_input.display = False
+        if run_id != self.session.run_id:
+            self.session.run_id = run_id
+            self.post_message(RunFocused(self.index, run_id))
+        self.session.task_id = task_id
+        self.runs.restore_cursor(run_id)
+        self._sync_tasks(now)
+        if task_id is not None:
+            self.tasks.restore_cursor(task_id)
+            self.tasks.focus()
+        self._sync_detail(now)
+
     def key_escape(self) -> None:
         if self.filter_input.has_focus or self.session.filter_text:
             self.clear_filter()

@@ -16,6 +16,7 @@ from typing import Any
 from rich.text import Text
 from textual.theme import BUILTIN_THEMES
 
+from nexus_core import needs
 from nexus_core.shapes import Attempt, Observation, TaskDefinition
 from nexus_core.timeutil import age_text, duration_text, parse_iso_ms
 from nexus_core.words import json_word
@@ -94,6 +95,11 @@ GLYPH = {
     "rejected": "✗",
     NOT_STARTED: "·",
 }
+# A row whose running work lost its owner (a verifier, a launch supervisor that died): the
+# classifier's need (nexus_core.needs), shown in the row itself, as k9s reddens a crashing pod.
+OWNER_GONE_GLYPH = "†"
+OWNER_GONE_STYLE = "bold $error"
+OWNER_GONE_WORDS = {needs.VERIFIER_GONE: "verifier gone", needs.SUPERVISOR_GONE: "supervisor gone"}
 EXCERPT_LINES = 6
 EXCERPT_CHARS = 600
 
@@ -152,6 +158,9 @@ def states_cell(view: RunView) -> Text:
         if text:
             text.append(" ")
         text.append(f"{GLYPH.get(state, '')}{count}", style=state_style(state, ""))
+    gone = sum(1 for row in view.rows if row.owner_gone)
+    if gone:
+        text.append(f" {OWNER_GONE_GLYPH}{gone}", style=themed(OWNER_GONE_STYLE))
     return text
 
 
@@ -260,19 +269,35 @@ def glyph_cell(value: str) -> Text:
     return Text(VALUE_GLYPH.get(value, value[:3]), style=value_style(value, ""))
 
 
+def owner_gone_cell(compact: bool) -> Text:
+    """The Exe or Ver cell of work whose owner is gone: it runs no more, whatever it says."""
+    return Text(OWNER_GONE_GLYPH if compact else f"{OWNER_GONE_GLYPH} gone", style=themed(OWNER_GONE_STYLE))
+
+
 def task_cells(row: TaskRow, now: int, compact: bool = False) -> dict[str, Text]:
-    task = Text(GLYPH.get(row.state, " ") + " ", style=state_style(row.state, ""))
+    gone = row.owner_gone
+    if gone:
+        task = Text(OWNER_GONE_GLYPH + " ", style=themed(OWNER_GONE_STYLE))
+    else:
+        task = Text(GLYPH.get(row.state, " ") + " ", style=state_style(row.state, ""))
     task.append(plain(row.task_id, "bold" if row.state not in (NOT_STARTED,) else ""))
     value = glyph_cell if compact else value_cell
+    execution = value(row.execution)
+    verification = value(row.verification)
+    if row.need == needs.SUPERVISOR_GONE:
+        execution = owner_gone_cell(compact)
+    elif row.need == needs.VERIFIER_GONE:
+        verification = owner_gone_cell(compact)
+    spent = row.max_attempts and row.attempts_used >= row.max_attempts
     return {
         "task": task,
         "depends": plain(", ".join(row.depends_on) if row.depends_on else "—", "" if row.depends_on else "dim"),
-        "execution": value(row.execution),
-        "verification": value(row.verification),
+        "execution": execution,
+        "verification": verification,
         "acceptance": value(row.acceptance),
         "attempts": Text(
             f"{row.attempts_used}/{row.max_attempts}",
-            style=themed("bold $error") if row.max_attempts and row.attempts_used >= row.max_attempts else "",
+            style=themed("bold $error") if spent or gone else "",
         ),
         "stale": flag_cell(row.stale, "STALE"),
         "overdue": flag_cell(row.overdue, "OVERDUE"),
@@ -379,9 +404,15 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
     row = next((r for r in view.rows if r.task_id == task_id), None)
     header = Text()
     state = row.state if row else "?"
-    header.append(f"{GLYPH.get(state, '')} ", style=state_style(state, ""))
-    header.append(plain(task_id, "bold"))
-    header.append(f"  {state}", style=state_style(state, ""))
+    need = row.need if row else None
+    if need in OWNER_GONE_WORDS:
+        header.append(f"{OWNER_GONE_GLYPH} ", style=themed(OWNER_GONE_STYLE))
+        header.append(plain(task_id, "bold"))
+        header.append(f"  {state}: {OWNER_GONE_WORDS[need or '']}", style=themed(OWNER_GONE_STYLE))
+    else:
+        header.append(f"{GLYPH.get(state, '')} ", style=state_style(state, ""))
+        header.append(plain(task_id, "bold"))
+        header.append(f"  {state}", style=state_style(state, ""))
     header.append("\n")
     if view.error:
         header.append("⚠ state file failed to load: ", style=themed("bold $error"))
@@ -418,8 +449,14 @@ def task_detail(view: RunView, task_id: str, now: int) -> tuple[Text, list[Node]
         beat.append(plain(process.get("status")))
         beat.append(" · heartbeat ")
         beat.append(_when(process.get("lastHeartbeat"), now))
-        if process.get("heartbeatStale") and process.get("status") != "finished":
-            beat.append(" STALE", style=themed("bold $error"))
+        latest = task["attempts"][-1] if task["attempts"] else {}
+        if need == needs.SUPERVISOR_GONE:
+            beat.append(" STALE: supervisor gone", style=themed("bold $error"))
+        elif process.get("status") != "finished" and latest.get("execution") not in ("running", "ambiguous"):
+            # Reconciled after its supervisor stopped: the process record is history now.
+            beat.append(f" (superseded: the attempt was reconciled {latest.get('execution')})", style="dim")
+        elif process.get("heartbeatStale") and process.get("status") != "finished":
+            beat.append(" stale, supervisor alive", style=themed("$warning"))
         if process.get("childPid") is not None:
             beat.append(plain(f" · child pid {process['childPid']}"))
         if process.get("receiptReady"):

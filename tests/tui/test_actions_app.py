@@ -93,7 +93,7 @@ async def test_a_host_task_from_start_to_accepted_by_keys(tmp_path: Path) -> Non
         await _confirm(app, pilot)
         assert latest(root, "a")["execution"] == "running"
         write_result(root, "a")
-        await _open(app, pilot, "o")
+        await _open(app, pilot, "R")
         _fill(app, summary="wrote the result")
         await _confirm(app, pilot)
         assert latest(root, "a")["execution"] == "completed"
@@ -272,7 +272,7 @@ async def test_a_state_changed_under_the_dialog_is_refused_in_the_app(tmp_path: 
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
-        await _open(app, pilot, "o")
+        await _open(app, pilot, "R")
         _fill(app, summary="late report")
         record(root, "a", outcome="failed")  # another client, meanwhile
         before = tree_fingerprint(str(root))

@@ -17,7 +17,7 @@ from dashboard_kit import cell, detail_text, eventually, loaded, quiet_app, row_
 from fixture_tools import FIXTURE_NAMES, relocate
 from reliability_support import run_cli_json
 
-from nexus_core import timeutil
+from nexus_core import needs, timeutil
 from nexus_core.observe import inspect_run
 from nexus_core.words import json_word
 from nexus_tui.logic.model import NOT_STARTED
@@ -78,6 +78,8 @@ async def _check_project(app, pilot, root: str) -> None:
         result = _inspect_json(root, run_id)
         observations = {o["taskId"]: o for o in result["observations"]}
         definitions = {d["id"]: d for d in result["plan"]["tasks"]}
+        # Where each task stands, from the core's classifier: work whose owner is gone reads so.
+        standings = needs.stand_run(result, observations, timeutil.now_ms())
         await select(pilot, run_id)
         assert row_keys(pane.tasks) == [t["id"] for t in result["tasks"]]
         for task in result["tasks"]:
@@ -87,9 +89,12 @@ async def _check_project(app, pilot, root: str) -> None:
             observation = observations[task_id]
             depends_on = ", ".join(definition["dependsOn"]) or "—"
             assert cell(pane.tasks, task_id, "depends") == depends_on
-            assert cell(pane.tasks, task_id, "execution") == (attempt["execution"] if attempt else NOT_STARTED)
+            gone = standings[task_id].kind
+            assert cell(pane.tasks, task_id, "execution") == (
+                "† gone" if gone == needs.SUPERVISOR_GONE else attempt["execution"] if attempt else NOT_STARTED
+            )
             assert cell(pane.tasks, task_id, "verification") == (
-                attempt["verification"]["status"] if attempt else "pending"
+                "† gone" if gone == needs.VERIFIER_GONE else attempt["verification"]["status"] if attempt else "pending"
             )
             assert cell(pane.tasks, task_id, "acceptance") == task["integration"]
             assert cell(pane.tasks, task_id, "stale") == ("STALE" if observation["stale"] else "—")

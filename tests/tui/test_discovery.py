@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from dashboard_kit import frozen_demo, small_project
 
+from nexus_core import projects
 from nexus_core.hostinfo import hostname
-from nexus_tui.logic import discovery
 from nexus_tui.logic.demo import DemoInfo, write_dead_writer_lock
 from nexus_tui.logic.discovery import discover_projects, order, summarize
 from nexus_tui.logic.model import ProjectScanner
@@ -70,19 +70,23 @@ def test_unreadable_directories_are_skipped_without_failing(tmp_path: Path, monk
             raise PermissionError(13, "Permission denied", path)
         return real_scandir(path)
 
-    monkeypatch.setattr(discovery.os, "scandir", scandir)
+    monkeypatch.setattr(projects.os, "scandir", scandir)
     assert discover_projects(str(tmp_path)) == [kept]
     assert discover_projects(str(tmp_path / "missing")) == []
 
 
 def test_summary_counts_what_needs_an_operator(frozen_demo: DemoInfo) -> None:
-    summary = summarize(ProjectScanner(frozen_demo.directory).scan(everything=True))
+    snapshot = ProjectScanner(frozen_demo.directory).scan(everything=True)
+    summary = summarize(snapshot)
     assert (summary.runs, summary.tasks, summary.accepted) == (3, 11, 6)
-    # The frozen demo's attempts are long past their deadlines; its lock names another host,
-    # whose pids cannot be probed from here: not counted as dead.
-    assert (summary.overdue, summary.stale, summary.blocked, summary.dead_lock) == (3, 1, 1, 0)
+    # The counts are the classifier's needs, one per task: the overdue backfill, the blocked
+    # patch (overdue too, but blocked is what it needs), the cancelled cleanup to reconcile, the
+    # stale release-notes. The lock names another host, whose pids cannot be probed from here:
+    # not counted as dead.
+    assert (summary.overdue, summary.stale, summary.blocked, summary.ambiguous, summary.dead_lock) == (1, 1, 1, 1, 0)
     assert summary.unreadable == 0
-    assert [kind for kind, _ in summary.needs()] == ["overdue", "blocked", "stale"]
+    assert summary.total == len(snapshot.needs) == 4
+    assert [kind for kind, _ in summary.needs()] == ["to reconcile", "overdue", "blocked", "stale"]
 
 
 def test_a_dead_lock_on_this_host_counts(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from dashboard_kit import cell, demo_app_factory, frozen_demo, select, then
 from dialog_kit import (
+    FROZEN,
     SNAPSHOT_HOST,
     ScreenHost,
     action_dialog,
@@ -45,7 +46,9 @@ from tui_actions_support import (
     write_result,
 )
 
-from nexus_core import engine, process
+from nexus_core import engine, process, timeutil
+from nexus_core.attention import Looker
+from nexus_core.needs import oldest_first
 from nexus_core.schedule import core as schedules
 from nexus_core.timeutil import now_ms
 from nexus_tui import actions
@@ -57,6 +60,7 @@ from nexus_tui.logic.operations import LogEntry
 from nexus_tui.logic.schedules import SCHEDULE_ACTIONS
 from nexus_tui.screens.dialogs import dialog_for
 from nexus_tui.screens.help import HelpScreen, HelpText
+from nexus_tui.screens.inbox import InboxScreen
 from nexus_tui.screens.jobs import JobsScreen
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.quit import QuitScreen
@@ -224,6 +228,25 @@ def _guide_list(tmp_path: Path) -> Screen[Any]:
     return RecoveryListScreen(recovery.classify_project(str(root)), display=display(root))
 
 
+def _inbox(tmp_path: Path) -> Screen[Any]:
+    """Two projects' needs, made at different times (the ages differ), oldest first."""
+    web = make_project(tmp_path / "web", [task_plan("login"), task_plan("signup"), task_plan("search")])
+    api = make_project(tmp_path / "api", [task_plan("users"), process_task_plan("export")])
+    for hours, step in (
+        (5, lambda: write_dead_writer_lock(api, SNAPSHOT_HOST)),
+        (3, lambda: (start(web, "login"), engine.cancel_task(str(web), "demo", "login", {"reason": "stop"}))),
+        (2, lambda: (start(web, "signup"), record(web, "signup", outcome="blocked"))),
+        (1, lambda: (start(web, "search"), record(web, "search", outcome="failed"))),
+    ):
+        timeutil.set_clock(lambda hours=hours: FROZEN - hours * 3600)
+        step()
+    timeutil.set_clock(lambda: FROZEN)
+    found = [(0, "web", need) for need in Looker().project(str(web), now_ms())]
+    found += [(1, "api", need) for need in Looker().project(str(api), now_ms())]
+    order = {need.id: i for i, need in enumerate(oldest_first(need for _, _, need in found))}
+    return InboxScreen(sorted(found, key=lambda entry: order[entry[2].id]), now_ms())
+
+
 # name -> the screen, built on a project made in tmp_path. One per action's confirmation, then
 # every other modal: recover-lock, the fresh run, the recovery guide (a task's, a lock's, a
 # corrupt run's, the list), progress, the stop confirmations, the jobs view, help, the schedules
@@ -253,6 +276,7 @@ DIALOGS: dict[str, Callable[[Path], Screen[Any]]] = {
         lambda root: RecoveryScreen(_situation(root, "run-unreadable"), display=display(root))
     )(_corrupt(tmp)),
     "guide-list": _guide_list,
+    "inbox": _inbox,
     "progress": lambda tmp: _progress(completed(tmp)),
     "stop-verify": lambda tmp: _stop_confirm(tmp, "verify"),
     "stop-launch": lambda tmp: _stop_confirm(tmp, "launch"),

@@ -184,7 +184,7 @@ def test_hostile_worker_text_never_reaches_the_terminal_raw(tmp_path: Path) -> N
         terminal.wait_for(lambda s: "Reconcile b" not in s, "the reconcile dialog to close")
         # Record a report on b (the prefilled identity is submitted unchanged): the action log
         # shows the call with the worker's identity in its input.
-        terminal.keys("o")
+        terminal.keys("R")
         terminal.wait_for(lambda s: "Record a worker report for b" in s, "the record dialog")
         terminal.settle()
         for _ in range(4):  # from Cancel back to the summary field

@@ -76,7 +76,7 @@ class Retry(_HostAttempt):
 
 class Record(TaskOperation):
     name = "record"
-    keys = "o"
+    keys = "R"  # "o" goes to the oldest need (the inbox's first entry)
     label = "Record"
     help = "Record the host worker's report: outcome, summary, exit code."
     footer = True
