@@ -269,3 +269,25 @@ async def test_discover_and_ssh_together(
         assert app.pane.session.remote is not None and remote_pane_ready(app, "live")
         await pilot.press("]")
         assert app.selection().project is None or app.selection().project == app.sessions[0].directory
+
+
+async def test_the_oldest_need_of_a_remote_project_opens_its_dialog_from_the_host(
+    shared_ssh_server: SshServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, via: None
+) -> None:
+    """The inbox counts a remote project's needs (the host's classifier, sent with the snapshot)
+    and its jump opens the guided action's dialog, read from the host's snapshot."""
+    root = small_project(tmp_path / "p")
+    attempt = load_run(root, "live")["tasks"][0]["attempts"][-1]
+    engine.record_attempt(
+        root, "live", "t1",
+        {"attemptId": attempt["id"], "backend": HOST_BACKEND, "outcome": "blocked", "summary": "needs a key"},
+    )  # fmt: skip
+    app = remote_app(shared_ssh_server, monkeypatch, f"{HOST}:{root}")
+    async with app.run_test(size=SIZE) as pilot:
+        await shown(pilot, lambda: bool(app.inbox_entries()))
+        app.action_oldest_need()
+        await shown(pilot, lambda: isinstance(app.screen, ActionDialog))
+        dialog = app.screen
+        assert isinstance(dialog, ActionDialog)
+        assert dialog.preview.task_id == "t1" and dialog.preview.place is not None
+        assert dialog.preview.place.link is app.sessions[0].remote  # type: ignore[attr-defined]
