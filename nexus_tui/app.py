@@ -46,7 +46,6 @@ from .screens.help import HelpScreen
 from .screens.inbox import Entry, InboxScreen
 from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
-from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.demo_progress import DemoProgress
 from .widgets.footer import FittingFooter
@@ -161,7 +160,6 @@ class NexusApp(App[None]):
             self.theme = self.settings.theme
         if self.settings.keys:
             self.set_keymap(dict(self.settings.keys))
-        render.use_theme_variables(self.get_css_variables())
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._start_scanner()
         self.remote_tabs.start()
@@ -186,8 +184,8 @@ class NexusApp(App[None]):
         self.panes[0].runs.focus()
 
     def _theme_changed(self, theme: Theme) -> None:
-        """The theme picker (T): every state colour comes from the theme, so redraw them all."""
-        render.use_theme_variables(self.get_css_variables())
+        """The theme picker (T): every state colour comes from the theme (widgets/styles.py), so
+        redraw them all."""
         now = now_ms()
         for pane in self.panes:
             pane.restyle(now)

@@ -26,7 +26,7 @@ from nexus_core.terminal import terminal_safe
 from .. import actions
 from ..logic.schedules import COLUMNS, SCHEDULE_ACTIONS, ScheduleAction, perform, row_cells, status_line
 from ..logic.selection import Selection
-from ..widgets.render import plain
+from ..widgets.plain import plain
 from .base import NexusDialog
 
 REFRESH_SECONDS = 2.0

@@ -41,7 +41,7 @@ def demo_app_factory(demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callabl
     host named as the demo's, the interpreter's version and the temporary parent hidden."""
     monkeypatch.setattr("nexus_core.hostinfo.hostname", lambda: DEMO_HOST)
     monkeypatch.setattr(
-        "nexus_tui.widgets.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path))
+        "nexus_tui.widgets.detail_text.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path))
     )
     frozen = demo.finished_at + 60
     timeutil.set_clock(lambda: frozen)

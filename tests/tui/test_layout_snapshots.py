@@ -67,8 +67,8 @@ from nexus_tui.screens.quit import QuitScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
 from nexus_tui.screens.stop import ConfirmStop
-from nexus_tui.widgets import render
 from nexus_tui.widgets.footer import FittingFooter
+from nexus_tui.widgets.styles import VALUE_GLYPH
 
 __all__ = ["frozen_demo"]  # the session fixture the demo views share
 
@@ -544,7 +544,7 @@ async def test_the_columns_that_decide_stay_on_screen(demo_app: Callable[[], Any
         # Compact values are the glyphs of the model's values (the help's legend).
         for row in pane.current_view().rows:
             for column in ("execution", "verification", "acceptance"):
-                assert cell(pane.tasks, row.task_id, column) == render.VALUE_GLYPH[getattr(row, column)]
+                assert cell(pane.tasks, row.task_id, column) == VALUE_GLYPH[getattr(row, column)]
         if size == "80x24":  # the detail pane is below the tables, as wide as the screen
             detail = pane.query_one(f"#detail-{pane.index}")
             assert detail.region.y >= pane.tasks.region.bottom and detail.region.width == pane.region.width
