@@ -57,7 +57,7 @@ def offered(words: str) -> list[tuple[str, str | None]]:
     args, incomplete = words.split()[1:], ""
     if not words.endswith(" "):
         args, incomplete = args[:-1], words.split()[-1]
-    root = completion.CompletionRoot(cli._command())
+    root = completion.CompletionRoot(cli.click_command())
     items = BashComplete(root, {}, "nexus", cli.COMPLETE_VAR).get_completions(args, incomplete)
     return [(item.value, item.help) for item in items]
 

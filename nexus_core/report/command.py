@@ -15,7 +15,7 @@ from ..output import write_bytes
 from ..paths import root_of
 from ..refusal import refuse
 from ..supervise.command import run_click
-from ..supervise.events import _message
+from ..supervise.events import error_message
 from . import FORMATS, build_report, render
 
 REPORT_HELP = """Write RUN's report: markdown (a pull request comment or a CI step summary),
@@ -86,7 +86,7 @@ def report_command(run: str, form: str, output: str | None, directory: str) -> N
     except NexusError as error:
         refuse(error, False)
     except OSError as error:
-        refuse(NexusError(_message(error)), False)
+        refuse(NexusError(error_message(error)), False)
     except Exception as error:  # a bug of ours: still a clean error line, never a traceback
         refuse(
             NexusError(f"Internal error ({type(error).__name__}: {error}); nothing was changed.", "Please report it."),

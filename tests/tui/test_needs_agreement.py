@@ -23,7 +23,7 @@ from tui_actions_support import make_project, process_task_plan, task_plan
 
 from nexus_core import needs
 from nexus_core.actions import MUTATIONS, allows
-from nexus_core.completion import _awaiting
+from nexus_core.completion import awaiting_tasks
 from nexus_core.observe import process_observation
 from nexus_core.store import load_run
 from nexus_core.supervise.classify import classify_run
@@ -255,5 +255,5 @@ def test_every_reader_agrees_with_the_classifier(base: tuple[Path, dict[str, Any
         if action in PER_TASK:
             assert allows(action, run, task), (task["id"], standings[task["id"]], action)
     for action in PER_TASK:
-        for task_id in _awaiting(run, action):
+        for task_id in awaiting_tasks(run, action):
             assert allows(action, run, next(t for t in run["tasks"] if t["id"] == task_id))
