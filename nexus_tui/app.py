@@ -799,17 +799,3 @@ def _runner(app: NexusApp, action: str, namespace: Screen[Any] | None = None) ->
 
 def _ignore_temp_files(change: Any, path: str) -> bool:
     return not path.endswith(".tmp")
-
-
-# ----------------------------------------------------------------- entry point
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``nexus-tui``: the command line lives in :mod:`nexus_tui.cli` (kept here for ``python -m``)."""
-    from .cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,7 +16,7 @@ from ..paths import root_of
 from ..refusal import refuse
 from ..supervise.command import run_click
 from ..supervise.events import error_message
-from . import FORMATS, build_report, render
+from . import FORMATS, Report, build_report
 
 REPORT_HELP = """Write RUN's report: markdown (a pull request comment or a CI step summary),
 junit (a CI test report: one test case per task) or html (one self-contained page).
@@ -28,6 +28,24 @@ carries check output), never over an existing file or a symlink. The same
 run state gives the same bytes.
 """
 STATE_DIR = ".bmad-plus"
+
+
+def render(report: Report, form: str) -> str:
+    """The report in ``form`` (one of FORMATS). Each format is imported when asked: a format
+    module reads the report's model from the package, which never imports a format."""
+    if form == "markdown":
+        from .markdown import render_markdown
+
+        return render_markdown(report)
+    if form == "junit":
+        from .junit import render_junit
+
+        return render_junit(report)
+    if form == "html":
+        from .html import render_html
+
+        return render_html(report)
+    raise NexusError(f"Unknown report format: {form} (use {', '.join(FORMATS)}).")
 
 
 def refuse_existing(path: str) -> str:

@@ -59,13 +59,13 @@ def test_a_fresh_run_of_every_demo_plan_is_accepted_by_create(frozen_demo: DemoI
 def test_entry_point_refuses_a_missing_directory_cleanly(tmp_path) -> None:
     missing = tmp_path / "nope"
     result = subprocess.run(
-        [sys.executable, "-m", "nexus_tui.app", "-d", str(missing)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "nexus_tui", "-d", str(missing)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 1
     assert result.stderr == f"Nexus: not a directory: {missing}\n"
     assert not missing.exists()
     help_text = subprocess.run(
-        [sys.executable, "-m", "nexus_tui.app", "--help"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "nexus_tui", "--help"], capture_output=True, text=True, timeout=60
     ).stdout
     for option in ("--directory", "--poll", "--read-only", "--demo"):
         assert option in help_text
