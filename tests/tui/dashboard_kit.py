@@ -17,18 +17,10 @@ from textual.widgets import DataTable, Static, Tree
 
 from nexus_core import engine, timeutil
 from nexus_tui.app import NexusApp
-from nexus_tui.logic.demo import FIXED_START, DemoInfo, build_demo
+from nexus_tui.logic.demo import DemoInfo
 
 HOST = {"kind": "host", "id": "tester", "sessionId": "s1"}
 DEMO_HOST = "demo-host"
-
-
-@pytest.fixture(scope="session")
-def frozen_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoInfo:
-    """The deterministic demo (fixed start, seed and recorded identity), built once per worker
-    by the real core; tests only read it."""
-    parent = tmp_path_factory.mktemp("snapshots")
-    return build_demo(str(parent / "demo"), start=FIXED_START, seed=5, identity=(4242, DEMO_HOST), with_process=False)
 
 
 CHECK = (

@@ -6,14 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from dashboard_kit import frozen_demo
-
 from nexus_core.hostinfo import pid_alive
 from nexus_core.observe import inspect_run
 from nexus_tui.logic import recovery
 from nexus_tui.logic.demo import DEAD_PID, DemoInfo
-
-__all__ = ["frozen_demo"]
 
 
 def test_the_demo_shows_every_promised_situation(frozen_demo: DemoInfo) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_kit import cell, demo_app_factory, frozen_demo, select, then
+from dashboard_kit import cell, select, then
 from dialog_kit import (
     FROZEN,
     SNAPSHOT_HOST,
@@ -24,7 +24,6 @@ from dialog_kit import (
     completed,
     display,
     finished_job,
-    make_deterministic,
     running,
 )
 from textual.containers import ScrollableContainer
@@ -69,8 +68,6 @@ from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
 from nexus_tui.screens.stop import ConfirmStop
 from nexus_tui.widgets.footer import FittingFooter
 from nexus_tui.widgets.styles import VALUE_GLYPH
-
-__all__ = ["frozen_demo"]  # the session fixture the demo views share
 
 SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
 Step = Callable[[Pilot[None]], Awaitable[None]]
@@ -311,9 +308,7 @@ def _is_settled(screen: Screen[Any]) -> bool:
     return True
 
 
-@pytest.fixture(autouse=True)
-def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
-    make_deterministic(monkeypatch)
+pytestmark = pytest.mark.usefixtures("deterministic")  # conftest.py
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -467,11 +462,6 @@ async def test_the_record_dialog_needs_no_scrolling_at_160x45(tmp_path: Path) ->
 
 
 # ----------------------------------------------------------------- the main screen
-
-
-@pytest.fixture
-def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
-    return demo_app_factory(frozen_demo, monkeypatch)
 
 
 LONG_REFUSAL = (
