@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import cast
+from typing import cast, overload
 
 from . import __version__, state_dirs
 from .errors import NexusError, message_of
@@ -227,6 +227,12 @@ def inspect_inventory(root: str) -> JsonObject:
     return inventory
 
 
+@overload
+def inspect_run(directory: str, run_id: None = None) -> JsonObject: ...  # the project's inventory
+@overload
+def inspect_run(directory: str, run_id: str) -> Inspection: ...
+@overload
+def inspect_run(directory: str, run_id: str | None) -> Inspection | JsonObject: ...
 def inspect_run(directory: str, run_id: str | None = None) -> Inspection | JsonObject:
     root = root_of(directory)
     if run_id is None:

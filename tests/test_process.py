@@ -35,6 +35,7 @@ from process_support import (
 from nexus_core import canonical, engine, observe, process, timeutil
 from nexus_core.checks import check_environment
 from nexus_core.errors import NexusError
+from nexus_core.shapes import Run
 
 
 @pytest.fixture
@@ -689,7 +690,7 @@ def take_over(root: Path, run_id: str, task_id: str) -> dict[str, Any]:
     replacing the state); returns its identity."""
     taken: dict[str, Any] = {}
 
-    def replace_owner(_root: str, run: dict[str, Any]) -> None:
+    def replace_owner(_root: str, run: Run) -> None:
         attempt = next(t for t in run["tasks"] if t["id"] == task_id)["attempts"][-1]
         attempt["backend"] = {**attempt["backend"], "sessionId": "another-session"}
         taken.update(identity(attempt))

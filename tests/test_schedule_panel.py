@@ -47,7 +47,8 @@ async def test_the_panel_lists_each_schedule_and_watching_writes_nothing(
 
     def recording_connect(database: str, *args: Any, **kwargs: Any) -> sqlite3.Connection:
         opened.append(database)
-        return real_connect(database, *args, **kwargs)
+        connection: sqlite3.Connection = real_connect(database, *args, **kwargs)
+        return connection
 
     monkeypatch.setattr(sqlite3, "connect", recording_connect)
     before = tree_fingerprint(root)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import DataTable, Static, Tree
 
 from nexus_core import engine, timeutil
@@ -78,6 +79,12 @@ async def eventually(pilot: Pilot[None], predicate: Callable[[], bool], timeout:
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
         await pilot.pause(0.05)
+
+
+def focused(app: NexusApp) -> Widget | None:
+    """The focused widget, read afresh (``app.focused`` in an assert narrows it for the type
+    checker, which does not know that a key press in between moves it)."""
+    return app.focused
 
 
 def row_keys(table: DataTable[Any]) -> list[str]:

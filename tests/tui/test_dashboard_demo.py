@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from nexus_core.hostinfo import pid_alive
 from nexus_core.observe import inspect_run
@@ -52,7 +53,7 @@ def test_a_fresh_run_of_every_demo_plan_is_accepted_by_create(frozen_demo: DemoI
         assert advice.create_problem is None, (run_id, advice.create_problem)
 
 
-def test_entry_point_refuses_a_missing_directory_cleanly(tmp_path) -> None:
+def test_entry_point_refuses_a_missing_directory_cleanly(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     result = subprocess.run(
         [sys.executable, "-m", "nexus_tui", "-d", str(missing)], capture_output=True, text=True, timeout=60

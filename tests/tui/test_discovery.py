@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from dashboard_kit import small_project
 
-from nexus_core import projects
 from nexus_core.hostinfo import hostname
 from nexus_tui.logic.demo import DemoInfo, write_dead_writer_lock
 from nexus_tui.logic.discovery import discover_projects, order, summarize
@@ -68,7 +67,7 @@ def test_unreadable_directories_are_skipped_without_failing(tmp_path: Path, monk
             raise PermissionError(13, "Permission denied", path)
         return real_scandir(path)
 
-    monkeypatch.setattr(projects.os, "scandir", scandir)
+    monkeypatch.setattr(os, "scandir", scandir)
     assert discover_projects(str(tmp_path)) == [kept]
     assert discover_projects(str(tmp_path / "missing")) == []
 

@@ -31,7 +31,7 @@ from textual.errors import NoWidget
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Button, Checkbox, DataTable, Footer, Input, OptionList, RadioSet
+from textual.widgets import Button, Checkbox, DataTable, Footer, Input, OptionList, RadioSet, Static
 from textual.widgets._footer import FooterKey
 from tui_actions_support import (
     accepted,
@@ -235,7 +235,11 @@ def _inbox(tmp_path: Path) -> Screen[Any]:
         (2, lambda: (start(web, "signup"), record(web, "signup", outcome="blocked"))),
         (1, lambda: (start(web, "search"), record(web, "search", outcome="failed"))),
     ):
-        timeutil.set_clock(lambda hours=hours: FROZEN - hours * 3600)
+
+        def clock(hours: int = hours) -> float:
+            return FROZEN - hours * 3600
+
+        timeutil.set_clock(clock)
         step()
     timeutil.set_clock(lambda: FROZEN)
     found = [(0, "web", need) for need in Looker().project(str(web), now_ms())]
@@ -340,7 +344,7 @@ async def test_a_refusal_in_the_dialog_shows_above_the_buttons(tmp_path: Path, s
         app.screen.query_one("#confirm", Button).press()  # without the owner-stopped tick
         await pilot.pause()
         await pilot.pause()
-        error = app.screen.query_one("#dialog-error")
+        error = app.screen.query_one("#dialog-error", Static)
         assert "owner" in str(getattr(error.content, "plain", error.content))
         assert _visible(error), f"the error line is covered or off screen: {error.region}"
         assert error.region.bottom <= app.screen.query_one("#dialog-buttons").region.y
