@@ -481,3 +481,28 @@ def test_in_a_real_browser(demo_project: str, tmp_path: Path) -> None:
         assert lock.read_bytes() == lock_before
     finally:
         driver.quit()  # type: ignore[attr-defined]
+
+
+def test_the_page_title_counts_the_needs_as_they_change(tmp_path: Path) -> None:
+    """The browser tab's title is the dashboard's, needs count included, and follows a real
+    change on disk (the demo's dead writer.lock removed: one need fewer)."""
+    driver = _browser_or_skip()
+    project = build_demo(str(tmp_path / "demo")).directory
+    try:
+        with served("-d", project) as server:
+            driver.get(server.url)  # type: ignore[attr-defined]
+
+            def title() -> str:
+                return str(driver.title)  # type: ignore[attr-defined]
+
+            try:
+                wait_for(lambda: title() == "nexus (5 needs you) \u00b7 read-only", "the title with 5 needs")
+                Path(project, ".bmad-plus/nexus/writer.lock").unlink()
+                wait_for(lambda: title() == "nexus (4 needs you) \u00b7 read-only", "the title with 4 needs")
+            except AssertionError as error:
+                raise AssertionError(f"{error}; the page's title: {title()!r}") from None
+            [pid] = server.wait_sessions(1)
+            assert server.stop() == 0
+            assert not group_alive(pid)
+    finally:
+        driver.quit()  # type: ignore[attr-defined]
