@@ -485,7 +485,7 @@ def test_in_a_real_browser(demo_project: str, tmp_path: Path) -> None:
 
 def test_the_page_title_counts_the_needs_as_they_change(tmp_path: Path) -> None:
     """The browser tab's title is the dashboard's, needs count included, and follows a real
-    change on disk (the demo's dead writer.lock removed: one need fewer)."""
+    change on disk (the demo's dead writer.lock removed: one need fewer); the inbox opens."""
     driver = _browser_or_skip()
     project = build_demo(str(tmp_path / "demo")).directory
     try:
@@ -501,6 +501,8 @@ def test_the_page_title_counts_the_needs_as_they_change(tmp_path: Path) -> None:
                 wait_for(lambda: title() == "nexus (4 needs you) \u00b7 read-only", "the title with 4 needs")
             except AssertionError as error:
                 raise AssertionError(f"{error}; the page's title: {title()!r}") from None
+            _press(driver, "i")  # the inbox works in the browser too
+            _wait_screen(driver, "Needs you: 4 in 1 project, oldest first")
             [pid] = server.wait_sessions(1)
             assert server.stop() == 0
             assert not group_alive(pid)
