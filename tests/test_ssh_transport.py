@@ -28,7 +28,7 @@ from ssh_kit import (
 
 from nexus_core import observe_protocol as protocol
 from nexus_core.errors import NexusError
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_tui.logic import remote
 from nexus_tui.logic.remote import Connected, Lost, ObserverStream, Received, RemoteFailure, run_remote_action
 from nexus_tui.logic.ssh import SshHost, parse_remote, ssh_program
