@@ -4,9 +4,9 @@ the engine's refusals quote it."""
 
 from __future__ import annotations
 
-from . import canonical
-from .locks import WRITER_LOCK, describe_owner, lock_snapshot, owner_state
 from .shapes import Attempt, JsonObject
+from .state import canonical
+from .state.locks import WRITER_LOCK, describe_owner, lock_snapshot, owner_state
 
 # Why a verification stays ``running`` after its verify has exited: every way it can happen.
 LEFT_RUNNING_CAUSES = (

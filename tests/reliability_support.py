@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from nexus_core import store
+from nexus_core.state import store
 
 HOST_BACKEND = {"kind": "host", "id": "harness", "sessionId": "session-1"}
 CHECK_SCRIPT = """# passes when the task's result file says done

@@ -26,8 +26,9 @@ from fixture_tools import (
 )
 from project_kit import RunCli
 
-from nexus_core import canonical, observe, store, timeutil
+from nexus_core import observe, timeutil
 from nexus_core.snapshots import hash_file
+from nexus_core.state import canonical, store
 
 STATE_FILES = state_files()
 OTHER_JSON = sorted(

@@ -114,7 +114,7 @@ def test_the_walk_sees_lazy_and_relative_imports() -> None:
     submodule by ``from . import``, and an import made inside a function."""
     graph = import_graph()
     assert "nexus_tui.widgets.project_pane" in graph["nexus_tui.app"]
-    assert "nexus_core.canonical" in graph["nexus_core.engine"]
+    assert "nexus_core.state.canonical" in graph["nexus_core.engine"]
     assert "nexus_tui.app" in graph["nexus_tui.cli"]  # inside its entry function only
 
 

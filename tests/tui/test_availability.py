@@ -12,9 +12,10 @@ from project_kit import host_situations
 from tui_actions_support import make_project, process_task_plan, start, task_plan
 
 from nexus_core import actions as commands
-from nexus_core import observe, process
-from nexus_core.process import receipt_file_status
-from nexus_core.store import load_run
+from nexus_core import observe
+from nexus_core.backend import process
+from nexus_core.backend.process import receipt_file_status
+from nexus_core.state.store import load_run
 from nexus_tui.logic.operations import OPERATIONS, Target
 from nexus_tui.logic.operations import place as operations_place
 from nexus_tui.logic.operations import process as process_operations

@@ -11,7 +11,8 @@ from dashboard_kit import eventually, loaded, quiet_app, select, tree_fingerprin
 from textual.widgets import Checkbox, Input, RadioButton, Static
 from tui_actions_support import make_project, start, task_plan
 
-from nexus_core import engine, store
+from nexus_core import engine
+from nexus_core.state import store
 from nexus_tui.app import NexusApp
 from nexus_tui.screens.dialogs import ActionDialog
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen

@@ -23,10 +23,10 @@ from tui_actions_support import make_project, process_task_plan, task_plan
 
 from nexus_core import needs
 from nexus_core.actions import MUTATIONS, allows
-from nexus_core.completion import awaiting_tasks
+from nexus_core.cli.completion import awaiting_tasks
 from nexus_core.observe import process_observation
 from nexus_core.shapes import Attempt
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_core.supervise.classify import classify_run
 from nexus_core.timeutil import iso_from_ms
 from nexus_tui.logic import recovery

@@ -22,7 +22,7 @@ from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
 from nexus_core import engine
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_tui import actions
 from nexus_tui.app import NexusApp
 from nexus_tui.logic import remote
