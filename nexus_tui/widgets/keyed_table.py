@@ -6,13 +6,19 @@ and the task table are two of them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.widgets import DataTable
 
+from .. import actions
+
 
 class KeyedTable(DataTable[Any]):
+    # j/k, g/G, Home/End (the registry's TABLE entries): Home and End go to the first and last
+    # row, not sideways (they replace DataTable's own, the subclass's binding wins per key).
+    BINDINGS: ClassVar[list[Any]] = actions.bindings(screen=actions.TABLE)
+
     def __init__(
         self, columns: Sequence[tuple[str, str]], *, id: str | None = None, classes: str | None = None
     ) -> None:
