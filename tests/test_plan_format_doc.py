@@ -163,9 +163,8 @@ def test_every_field_the_validator_stores_is_in_the_doc(root: Path, adapter: str
     }
     for where, fields in stored.items():
         documented = set(TABLES[where])
-        if where == "plan.tasks[i].execution":
-            if adapter == "command":
-                documented -= {"sandbox", "model"}  # codex-exec's only (it stores its fixed args too)
+        if where == "plan.tasks[i].execution" and adapter == "command":
+            documented -= {"sandbox", "model"}  # codex-exec's only (it stores its fixed args too)
         assert fields == documented, where
 
 
@@ -193,7 +192,8 @@ def test_each_stated_limit_is_the_validators(root: Path, where: str, field: str,
             assert kind == "integer", (where, field)
             probes = [(low, True), (high, True), (low - 1, False), (high + 1, False)]
     for value, ok in probes:
-        shown = value if not isinstance(value, (str, list)) or len(value) < 8 else f"{type(value).__name__}[{len(value)}]"
+        short = not isinstance(value, (str, list)) or len(value) < 8
+        shown = value if short else f"{type(value).__name__}[{len(value)}]"
         assert accepted(root, with_value(root, where, field, copy.deepcopy(value))) is ok, (where, field, shown)
 
 
