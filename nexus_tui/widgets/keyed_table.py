@@ -60,9 +60,11 @@ class KeyedTable(DataTable[Any]):
         old = self.cells.get(key)
         if old is None:
             self.add_row(*(cells[column] for column in self.column_keys), key=key)
-            self.cells[key] = dict(cells)
+            self.cells[key] = {column: cells[column] for column in self.column_keys}
             return True
         for column, cell in cells.items():
+            if column not in old:
+                continue  # a column this form does not show (the compact form has fewer)
             if _changed(old[column], cell):
                 # Re-measure the column only when the new value is wider (measuring re-reads
                 # every row of the column: far too slow on each change of a 200-row table).

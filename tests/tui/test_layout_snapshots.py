@@ -550,6 +550,24 @@ async def test_the_columns_that_decide_stay_on_screen(demo_app: Callable[[], Any
             assert detail.region.y >= pane.tasks.region.bottom and detail.region.width == pane.region.width
 
 
+async def test_at_120x36_every_column_fits_and_attempt_ids_are_whole(demo_app: Callable[[], Any]) -> None:
+    """Issue 24 item 5: no header cut ("Obse"), no age cut ("2h59"), no attempt id cut."""
+    app = demo_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await then(_pick_migrate)(pilot)
+        pane = app.pane
+        for table in (pane.tasks, pane.runs):
+            width = table.scrollable_content_region.width
+            ends = _column_ends(table)
+            assert max(ends.values()) <= width, (table.id, ends, width)
+        tree = pane.attempts_tree
+        lines = ["".join(segment.text for segment in tree.render_line(y)) for y in range(tree.size.height)]
+        task = next(t for t in pane.current_view().inspection["tasks"] if t["id"] == "migrate")
+        first, second = (attempt["id"] for attempt in task["attempts"])
+        assert sum(first in line for line in lines) == 2  # its own id, and the retry's "retry of"
+        assert any(second in line for line in lines)
+
+
 async def test_crossing_the_width_threshold_keeps_the_selection(demo_app: Callable[[], Any]) -> None:
     app = demo_app()
     async with app.run_test(size=(160, 45)) as pilot:
