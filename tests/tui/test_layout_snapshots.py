@@ -362,7 +362,8 @@ async def test_every_validation_message_of_a_dialog_with_many_fields_is_visible(
     async with app.run_test(size=size) as pilot:
         await _settled(pilot)
         screen = app.screen
-        for field, value in (("summary", ""), ("exit_code", "not a number"), ("backend_id", ""), ("backend_session", "")):
+        wrong = {"summary": "", "exit_code": "not a number", "backend_id": "", "backend_session": ""}
+        for field, value in wrong.items():
             screen.query_one(f"#{field}", Input).value = value
         screen.query_one("#dialog-body").scroll_home(animate=False)  # the fields scrolled away
         screen.query_one("#confirm", Button).press()
