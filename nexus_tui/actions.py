@@ -433,7 +433,7 @@ def keymap_clash(keymap: Mapping[str, str]) -> tuple[str, str, str] | None:
     """The first clash the overrides make, as (binding id, key, what already has it, in words),
     or None:
     two entries of one screen on a key, or an entry on a key the dashboard reserves."""
-    for screen in (MAIN, SCHEDULES):
+    for screen in dict.fromkeys(entry.screen for entry in REGISTRY):  # main, panels, timeline, jobs
         owner: dict[str, str] = {}
         # A table's keys are pressed on the main screen: one namespace with it.
         entries = [entry for entry in REGISTRY if entry.screen == screen or (screen == MAIN and entry.screen == TABLE)]
