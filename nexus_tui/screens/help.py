@@ -80,7 +80,11 @@ def help_text(width: int, keymap: Mapping[str, str] | None, styles: Styles) -> T
         text.append(f"  {glyph} ", style=styles.state(state, ""))
         text.append(f"{state}\n")
     text.append(f"  {OWNER_GONE_GLYPH} ", style=styles.themed(OWNER_GONE_STYLE))
-    text.append("owner gone: a verifier or launch supervisor died mid-work (the guide, g, says what to do)\n")
+    guide = actions.spec("recovery_guide")
+    guide_keys = actions.key_label(actions.effective_keys(guide, keymap or {})) if guide else ""
+    text.append(
+        f"owner gone: a verifier or launch supervisor died mid-work (the guide, {guide_keys}, says what to do)\n"
+    )
     text.append("\nCompact columns (Exe, Ver, Acc, on a narrow screen)\n", style="bold underline")
     by_glyph: dict[str, list[str]] = {}
     for value, glyph in VALUE_GLYPH.items():

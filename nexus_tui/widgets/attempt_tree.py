@@ -36,9 +36,10 @@ def attempt_node(attempt: Attempt, index: int, count: int, now: int, styles: Sty
     """Attempt ``index`` of ``count``; the latest's verification is the pane's own text."""
     node = Node(attempt_label(attempt, index, styles), expand=True)
     node.add(Text("backend ", style="bold dim") + backend_text(attempt))
-    node.add(Text("attempt id ", style="bold dim") + plain(attempt.get("id")))
+    # An id on a line of its own under its label: never cut, even in the 120-column detail pane.
+    node.add(Text("attempt id", style="bold dim"), expand=True).add(plain(attempt.get("id")))
     if attempt.get("parentAttemptId"):
-        node.add(Text("retry of ", style="bold dim") + plain(attempt["parentAttemptId"]))
+        node.add(Text("retry of", style="bold dim"), expand=True).add(plain(attempt["parentAttemptId"]))
     add_times(node, attempt, now)
     add_observations(node, attempt.get("observations") or [], styles)
     add_reconciliations(node, attempt.get("reconciliations") or [], styles)

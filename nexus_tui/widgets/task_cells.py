@@ -25,7 +25,9 @@ TASK_COLUMNS = (
     ("observed", "Observed"),
 )
 # The compact form (tables narrower than project_pane.FULL_COLUMNS_WIDTH): those that decide what
-# to do first (the task's state, Accept, Tries, Stale, Overdue), values as glyphs, the rest after.
+# to do first (the task's state, Accept, Tries, Stale, Overdue), values as glyphs, the rest after;
+# no "Depends on" (the detail pane and the timeline show it), so that the table fits its pane at
+# 120 columns.
 COMPACT_TASK_COLUMNS = (
     ("task", "Task"),
     ("acceptance", "Acc"),
@@ -34,7 +36,6 @@ COMPACT_TASK_COLUMNS = (
     ("overdue", "Overdue"),
     ("execution", "Exe"),
     ("verification", "Ver"),
-    ("depends", "Depends on"),
     ("observed", "Observed"),
 )
 
