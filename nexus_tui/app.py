@@ -48,7 +48,6 @@ from .screens.inbox import Entry, InboxScreen
 from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
 from .serve_pages import PAGE_TITLE_META
-from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.demo_progress import DemoProgress
 from .widgets.footer import FittingFooter
@@ -163,7 +162,6 @@ class NexusApp(App[None]):
             self.theme = self.settings.theme
         if self.settings.keys:
             self.set_keymap(dict(self.settings.keys))
-        render.use_theme_variables(self.get_css_variables())
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._start_scanner()
         self.remote_tabs.start()
@@ -188,8 +186,8 @@ class NexusApp(App[None]):
         self.panes[0].runs.focus()
 
     def _theme_changed(self, theme: Theme) -> None:
-        """The theme picker (T): every state colour comes from the theme, so redraw them all."""
-        render.use_theme_variables(self.get_css_variables())
+        """The theme picker (T): every state colour comes from the theme (widgets/styles.py), so
+        redraw them all."""
         now = now_ms()
         for pane in self.panes:
             pane.restyle(now)
@@ -846,17 +844,3 @@ def _runner(app: NexusApp, action: str, namespace: Screen[Any] | None = None) ->
 
 def _ignore_temp_files(change: Any, path: str) -> bool:
     return not path.endswith(".tmp")
-
-
-# ----------------------------------------------------------------- entry point
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``nexus-tui``: the command line lives in :mod:`nexus_tui.cli` (kept here for ``python -m``)."""
-    from .cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

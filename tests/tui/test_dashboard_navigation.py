@@ -11,6 +11,7 @@ from dashboard_kit import (
     detail_text,
     eventually,
     finish,
+    focused,
     loaded,
     quiet_app,
     row_keys,
@@ -70,7 +71,7 @@ async def test_filter_by_state_task_and_free_text(tmp_path: Path) -> None:
         assert app.focused is pane.tasks
         assert pane.filter_input.display
         await pilot.press("slash")
-        assert app.focused is pane.filter_input
+        assert focused(app) is pane.filter_input
         for text, expected in (
             ("state:accepted", ["t-retried", "t-accepted", "t-dependent"]),
             ("task:dep", ["t-dependent"]),
@@ -122,7 +123,7 @@ async def test_copy_help_palette_and_the_read_only_gate(tmp_path: Path) -> None:
         attempt_id = load_run(root, "guarded")["tasks"][0]["attempts"][-1]["id"]
         assert app.clipboard == attempt_id
         await app.run_action("copy_lock_fingerprint")
-        assert app.clipboard == pane.snapshot.writer_lock.fingerprint
+        assert pane.snapshot is not None and app.clipboard == pane.snapshot.writer_lock.fingerprint
         assert len(app.clipboard) == 64
         await app.run_action("copy_state_path")
         assert app.clipboard == f"{root}/.bmad-plus/nexus/runs/guarded.json"

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_kit import cell, eventually, finish, loaded, row_keys, small_project
+from dashboard_kit import cell, eventually, finish, focused, loaded, row_keys, small_project
 from textual.widgets import TabbedContent
 
 from nexus_core.hostinfo import hostname
@@ -61,7 +61,7 @@ async def test_overview_comes_first_sorted_by_urgency_and_enter_opens_a_project(
         index = app.directories.index(projects["locked"])
         await eventually(pilot, lambda: active_tab(app) == f"tab-{index}")
         assert app.pane.session.directory == projects["locked"]
-        assert app.focused is app.pane.runs
+        assert focused(app) is app.pane.runs
         # [ and ] cycle through the projects, the overview first.
         for _ in range(index + 1):
             await pilot.press("left_square_bracket")
@@ -72,7 +72,7 @@ async def test_overview_comes_first_sorted_by_urgency_and_enter_opens_a_project(
         await eventually(pilot, lambda: active_tab(app) == OVERVIEW_TAB)
         await pilot.press("right_square_bracket")
         await eventually(pilot, lambda: active_tab(app) == "tab-0")
-        assert app.focused is app.panes[0].runs
+        assert focused(app) is app.panes[0].runs
 
 
 async def test_the_row_the_operator_chose_stays_chosen_when_rows_move(tmp_path: Path) -> None:
