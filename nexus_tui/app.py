@@ -142,7 +142,7 @@ class NexusApp(App[None]):
     @read_only.setter
     def read_only(self, value: bool) -> None:
         self._read_only = value
-        for pane in self.query(ProjectPane) if self.is_running else ():
+        for pane in self.panes if self.is_running else ():  # composed or not (--discover)
             pane.read_only = value  # goes down to the status bar
             pane.sync_status(now_ms())
 

@@ -2,7 +2,9 @@
 
 An "All projects" tab first (:class:`~nexus_tui.widgets.overview.OverviewPane`), then one tab per
 project, each exactly as in the plain dashboard (same scanner thread, same watcher rules, one
-watcher per project). A discovery thread walks ROOT again every few seconds and posts the
+watcher per project). A project's pane is composed when its tab is first shown (mounting dozens
+of panes up front cost seconds before the first frame, and memory): until then its scans only
+feed the overview and its session. A discovery thread walks ROOT again every few seconds and posts the
 projects it had not seen; they get a tab of their own and a row in the overview.
 """
 
@@ -27,6 +29,7 @@ from .logic.discovery import DEFAULT_DEPTH, discover_projects, summarize
 from .logic.selection import Selection
 from .logic.session import ProjectSession
 from .scanning import ProjectScanned, ScanRequests
+from .screens.inbox import Entry
 from .widgets.footer import FittingFooter
 from .widgets.overview import OverviewPane
 from .widgets.plain import plain_content
@@ -102,10 +105,17 @@ class DiscoverApp(NexusApp):
         with TabbedContent(id="projects", initial=OVERVIEW_TAB):
             with TabPane("All projects", id=OVERVIEW_TAB):
                 yield self._overview
-            for session, pane in zip(self.sessions, self._project_panes, strict=True):
-                with TabPane(plain_content(session.label), id=f"tab-{session.index}"):
-                    yield pane
+            for session in self.sessions:
+                yield TabPane(plain_content(session.label), id=f"tab-{session.index}")
         yield FittingFooter()
+
+    async def compose_pane(self, index: int) -> ProjectPane:
+        """Project ``index``'s pane, composed into its tab if it was not yet (then shown with
+        the session's latest snapshot)."""
+        pane = self._project_panes[index]
+        if pane.parent is None:
+            await self.query_one(f"#tab-{index}", TabPane).mount(pane)
+        return pane
 
     @property
     def overview(self) -> OverviewPane:
@@ -163,7 +173,7 @@ class DiscoverApp(NexusApp):
         session = self.open_session(index, directory)
         tabs = self.query_one("#projects", TabbedContent)
         pane = self._pane_of(session)
-        await tabs.add_pane(TabPane(plain_content(session.label), pane, id=f"tab-{index}"))
+        await tabs.add_pane(TabPane(plain_content(session.label), id=f"tab-{index}"))
         # Listed once its pane exists: every list indexed by project then agrees.
         self._project_panes.append(pane)
         self.sessions.append(session)
@@ -183,14 +193,32 @@ class DiscoverApp(NexusApp):
             self._overview.show(message.index, summarize(message.snapshot))
 
     @on(OverviewPane.Opened)
-    def _open_project(self, message: OverviewPane.Opened) -> None:
+    async def _open_project(self, message: OverviewPane.Opened) -> None:
+        pane = await self.compose_pane(message.index)
         self.query_one("#projects", TabbedContent).active = f"tab-{message.index}"
-        self.panes[message.index].runs.focus()
+        pane.runs.focus()
 
     @on(TabbedContent.TabActivated)
-    def _overview_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def _overview_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == OVERVIEW_TAB:
             self.overview.table.focus()
+        elif event.pane.id is not None and not event.pane.query(ProjectPane):
+            # First shown (a tab clicked, or ] / [): compose its pane, then focus inside it.
+            pane = await self.compose_pane(int(event.pane.id.removeprefix("tab-")))
+            if self.query_one("#projects", TabbedContent).active == event.pane.id:
+                pane.runs.focus()
+
+    async def go_to_need(self, entry: Entry | None) -> None:  # type: ignore[override]
+        if entry is not None:
+            await self.compose_pane(entry[0])
+        super().go_to_need(entry)
+
+    async def action_oldest_need(self) -> None:  # type: ignore[override]
+        entries = self.inbox_entries()
+        if not entries:
+            self.notify("Nothing needs a person.", timeout=3)
+            return
+        await self.go_to_need(entries[0])
 
     # -- the overview is not a project: keys that act on a project's pane are off there
     def _on_overview(self) -> bool:
@@ -230,5 +258,11 @@ class DiscoverApp(NexusApp):
         tabs.active = target
         if target == OVERVIEW_TAB:
             self.overview.table.focus()
+            return
+        pane = self.panes[int(target.removeprefix("tab-"))]
+        if pane.parent is not None:
+            pane.runs.focus()
         else:
-            self.panes[int(target.removeprefix("tab-"))].runs.focus()
+            # Its pane is composed on activation (_overview_activated focuses inside it): let no
+            # hidden widget keep the focus meanwhile, or the tabs switch back to it.
+            self.set_focus(None)
