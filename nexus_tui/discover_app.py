@@ -1,8 +1,8 @@
 """``nexus-tui --discover ROOT``: the dashboard over every project under ROOT.
 
 An "All projects" tab first (:class:`~nexus_tui.widgets.overview.OverviewPane`), then one tab per
-project, each exactly as in the plain dashboard (same scanner thread, same watcher rules, one
-watcher per project). A project's pane is composed when its tab is first shown (mounting dozens
+project, each exactly as in the plain dashboard (same scanner thread, the same one watcher over
+every project's paths). A project's pane is composed when its tab is first shown (mounting dozens
 of panes up front cost seconds before the first frame, and memory): until then its scans only
 feed the overview and its session. A discovery thread walks ROOT again every few seconds and posts the
 projects it had not seen; they get a tab of their own and a row in the overview.
@@ -15,7 +15,6 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-import anyio.to_thread
 from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
@@ -36,7 +35,6 @@ from .widgets.plain import plain_content
 from .widgets.project_pane import ProjectPane
 
 REDISCOVER_SECONDS = 2.0
-SPARE_THREADS = 8
 OVERVIEW_TAB = "tab-overview"
 # What keys may do while the overview is shown (the rest act on a project's pane).
 OVERVIEW_ACTIONS = frozenset(
@@ -128,10 +126,7 @@ class DiscoverApp(NexusApp):
         return self._project_panes
 
     def on_mount(self) -> None:
-        if self.use_watcher:
-            self._room_for_watchers()
-        for session in self.sessions:
-            self.overview.add(session.index, session.label)
+        self.overview.add_all([(session.index, session.label) for session in self.sessions])
         self.run_worker(self._discover_loop, thread=True, group="discovery", name="discovery", exit_on_error=False)
 
     def on_unmount(self) -> None:
@@ -159,15 +154,9 @@ class DiscoverApp(NexusApp):
             if directory not in self._known and self.is_running:
                 await self.add_project(directory)
 
-    def _room_for_watchers(self) -> None:
-        # Each watcher waits for file events in a worker thread (watchfiles runs its blocking
-        # wait through anyio), and anyio lends 40 threads in all: past that, watchers queue
-        # for a thread and a change waits with them. One thread per project, and some spare.
-        limiter = anyio.to_thread.current_default_thread_limiter()
-        limiter.total_tokens = max(limiter.total_tokens, len(self.directories) + SPARE_THREADS)
-
     async def add_project(self, directory: str) -> int:
-        """A tab, an overview row, a scan and (unless polling) one watcher for a new project."""
+        """A tab, an overview row and a scan for a new project (the watcher takes its paths once
+        its first scan names them)."""
         self._known.add(directory)
         index = self._requests.add()
         session = self.open_session(index, directory)
@@ -180,9 +169,6 @@ class DiscoverApp(NexusApp):
         self.directories.append(directory)
         self.overview.add(index, session.label)
         self._requests.ask(index, everything=True)
-        if self.use_watcher:
-            self._room_for_watchers()
-            self._watch_project(session)
         return index
 
     # -- the overview follows every project's scans
