@@ -204,6 +204,8 @@ class _ScopeWalk:
     def file(self, dir_fd: int, name: str, rel: str) -> None:
         if rel in self.hashes:
             return
+        if self._cached(dir_fd, name, rel):
+            return
         absolute = os.path.join(self.root, rel)
         try:
             opened = open_file_at(dir_fd, name, absolute)
@@ -220,6 +222,24 @@ class _ScopeWalk:
             raise
         except (NexusError, OSError) as error:
             self.hashes[rel] = error
+
+    def _cached(self, dir_fd: int, name: str, rel: str) -> bool:
+        """Inside observational_hashes: a regular file whose version has a kept hash costs one
+        lstat relative to its open directory (no open). Anything else (a symlink, a FIFO, a
+        file too large, a missing one, a new version) takes the full path below."""
+        cache = _observed.get()
+        if cache is None:
+            return False
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return False
+        hit = cache.get(_cache_key(info)) if stat.S_ISREG(info.st_mode) and info.st_size <= FILE_LIMIT else None
+        if hit is None:
+            return False
+        self.budget.spend(info.st_size, rel, f"Scope {self.current} exceeds")
+        self.hashes[rel] = hit
+        return True
 
     def count(self) -> None:
         self.walked += 1

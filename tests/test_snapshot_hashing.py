@@ -196,3 +196,28 @@ def test_the_dashboard_s_freshness_follows_a_same_size_edit_with_its_mtime_resto
     rows = scanner.scan(reinspect={"r1"}).runs[0].rows
     inspected = inspect_run(str(tmp_path), "r1")
     assert [row.stale for row in rows] == [o["stale"] for o in inspected["observations"]] == [True]
+
+
+def test_a_scope_look_reuses_kept_hashes_and_sees_a_same_size_edit(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived reader's scope walk answers a kept version from one lstat (no open), the
+    same snapshot as a walk without a cache; a same-size rewrite with its mtime set back is a
+    new version (its ctime moved), hashed again."""
+    path = project / "out" / "a.txt"
+    _older_than_the_racy_window(path, monkeypatch)
+    cache: dict[tuple[int, ...], str] = {}
+
+    def look() -> dict[str, str | None]:
+        with observational_hashes(cache):
+            return snapshots.scope_snapshot(str(project), ["out"])
+
+    assert look() == snapshots.scope_snapshot(str(project), ["out"]) == {"out/a.txt": _sha(b"one\n")}
+    key = next(iter(cache))
+    cache[key] = "kept"  # planted: the next look answers from the cache
+    assert look() == {"out/a.txt": "kept"}
+    _after_a_timestamp_tick(path)
+    before = path.stat()
+    path.write_bytes(b"two\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert look() == {"out/a.txt": _sha(b"two\n")}
