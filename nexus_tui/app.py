@@ -120,6 +120,7 @@ class NexusApp(App[None]):
         self.sessions += self.remote_tabs.sessions
         self._requests = ScanRequests(len(self.sessions))
         self.scans_applied = 0
+        self._rescan_turn = -1  # the project whose runs the next safety rescan re-inspects
         self.watch_backoffs = 0  # the watcher stopped on an error and waited (tests count them)
         self._rewatch = asyncio.Event()  # set: the watched paths changed, or the watcher failed
         self._watch_failed = False
@@ -453,7 +454,17 @@ class NexusApp(App[None]):
                 pane.refresh_times(now)
 
     def _on_rescan(self) -> None:
-        self.request_scan(everything=True)
+        """The safety net: every project is re-read (a stat of its run files); the runs of one
+        project are re-inspected in part (a round-robin share within a time budget, see
+        ``ProjectScanner``). One project per pass, in turn, unless polling (then every pass is
+        the whole mechanism): each project's share every 5 s kept a core busy with a fleet."""
+        local = [session.index for session in self.sessions if session.remote is None]
+        if self.poll or len(local) <= 1:
+            self.request_scan(everything=True)
+            return
+        self._rescan_turn = (self._rescan_turn + 1) % len(local)
+        for index in local:
+            self.request_scan(index, everything=index == local[self._rescan_turn])
 
     # -- watching: one watcher over every local project's paths
     @work(group="watch-paths", exclusive=True, exit_on_error=False)
