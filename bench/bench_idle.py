@@ -72,6 +72,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=40.0)
     parser.add_argument("--projects", type=int, default=46)
+    parser.add_argument("--only", choices=("one", "demo", "discover"), help="one case only")
     args = parser.parse_args()
     parent = Path(tempfile.mkdtemp(prefix="nexus-bench-idle-"))
     try:
@@ -85,14 +86,15 @@ def main() -> int:
         time.sleep(0.5)
         floor = idle_percent(sleeper.pid, args.seconds)
         sleeper.wait()
-        figures = {
-            "floor: a sleeping python process": floor,
-            "one 200-task run open": in_tmux([TUI, "-d", str(one)], home, args.warmup, args.seconds),
-            "the demo (--demo)": in_tmux([TUI, "--demo"], home, args.warmup, args.seconds),
-            f"--discover over {args.projects} projects": in_tmux(
-                [TUI, "--discover", str(fleet)], home, args.warmup, args.seconds
-            ),
+        cases = {
+            "one": ("one 200-task run open", [TUI, "-d", str(one)]),
+            "demo": ("the demo (--demo)", [TUI, "--demo"]),
+            "discover": (f"--discover over {args.projects} projects", [TUI, "--discover", str(fleet)]),
         }
+        figures = {"floor: a sleeping python process": floor}
+        for case, (title, command) in cases.items():
+            if args.only in (None, case):
+                figures[title] = in_tmux(command, home, args.warmup, args.seconds)
     finally:
         shutil.rmtree(parent, ignore_errors=True)
     width = max(len(key) for key in figures)
