@@ -62,6 +62,10 @@ WATCH_ARMED_MS = 300
 MAX_WATCHED_SCOPES = 1000
 # Path changes of several projects (a --discover start) are taken together: one new watcher.
 REWATCH_COALESCE_SECONDS = 0.1
+# The watchers of projects whose paths changed are merged into one once the paths have stayed
+# the same this long, or at once when this many run (each costs a thread and wake-ups).
+MERGE_AFTER_SECONDS = 2.0
+MAX_WATCHERS = 8
 LOG_PANEL_ID = "action-log"
 # Middle-generation collections between two full ones (CPython's default is 10).
 FULL_COLLECTION_EVERY = 100
@@ -126,6 +130,7 @@ class NexusApp(App[None]):
         self._watch_failed = False
         self._watch_failures = 0  # in a row (the back-off doubles)
         self._watchers: list[asyncio.Event] = []  # the stop events of the live watchers, oldest first
+        self._merging: asyncio.Event | None = None  # the watcher over everything not armed yet
         self.loaded = asyncio.Event()
         self._flow: ActionFlow | None = None
         self.jobs = Jobs()  # the verify and launch runs of this session (logic/jobs.py)
@@ -469,12 +474,17 @@ class NexusApp(App[None]):
     # -- watching: one watcher over every local project's paths
     @work(group="watch-paths", exclusive=True, exit_on_error=False)
     async def _watch_projects(self) -> None:
-        """Starts a watcher on every local project's paths, and a new one whenever they change
-        (watchfiles cannot add a path to a running watcher). The old one keeps watching until
-        the new one is armed, so no change falls between the two; once armed, the new one asks
-        a catch-up rescan of the projects it is the first to watch so (as each project's own
-        watcher did when it was restarted)."""
+        """Watches every local project's paths (watchfiles cannot add a path to a running
+        watcher). Projects whose paths changed get a watcher of their own at once (the others'
+        watchers keep running: a --discover start does not re-watch every project each time one
+        more is scanned); once the paths have stayed the same for a while, or too many watchers
+        run, one watcher over every path replaces them all, and the old ones keep watching until
+        it is armed, so no change falls between them. A watcher, once armed, asks a catch-up
+        rescan of the projects it is the first to watch so (as a project's own watcher did when
+        it was restarted)."""
+        loop = asyncio.get_running_loop()
         watched: dict[int, tuple[str, ...]] = {}
+        merged, changed_at = True, loop.time()
         while not self._requests.closed:
             wanted = {
                 session.index: tuple(session.watched_paths(MAX_WATCHED_SCOPES))
@@ -482,23 +492,42 @@ class NexusApp(App[None]):
                 if session.remote is None
             }
             wanted = {index: paths for index, paths in wanted.items() if paths}
-            if self._watch_failed or wanted != watched:
-                newly = set(wanted) if self._watch_failed else {i for i in wanted if wanted[i] != watched.get(i)}
-                self._watch_failed = False
-                watched = wanted
-                stop = asyncio.Event()
-                self._watchers.append(stop)
-                self.run_worker(self._watch(wanted, newly, stop), group="watch", name="watcher", exit_on_error=False)
+            newly = set(wanted) if self._watch_failed else {i for i in wanted if wanted[i] != watched.get(i)}
+            if newly or set(watched) - set(wanted):
+                merged, changed_at = False, loop.time()
+            merging = self._merging is not None  # a watcher over everything is being armed
+            whole = self._watch_failed or (len(self._watchers) >= MAX_WATCHERS and not merging)
+            if newly and not whole:
+                self._start_watcher({index: wanted[index] for index in newly}, newly, replaces=False)
+            elif whole or (not merged and not merging and loop.time() - changed_at >= MERGE_AFTER_SECONDS):
+                self._start_watcher(wanted, newly, replaces=True)
+                merged = True
+            self._watch_failed = False
+            watched = wanted
             # Until a project's root is known it has nothing to watch: look again each second.
             await self._sleep_or_stop(self._rewatch, 1.0)
             self._rewatch.clear()
             await asyncio.sleep(REWATCH_COALESCE_SECONDS)
 
-    async def _watch(self, wanted: dict[int, tuple[str, ...]], newly: set[int], stop: asyncio.Event) -> None:
+    def _start_watcher(self, paths: dict[int, tuple[str, ...]], newly: set[int], *, replaces: bool) -> None:
+        """``replaces``: once armed, the watchers started before it stop (it watches everything)."""
+        stop = asyncio.Event()
+        self._watchers.append(stop)
+        if replaces:
+            self._merging = stop
+        self.run_worker(self._watch(paths, newly, stop, replaces), group="watch", name="watcher", exit_on_error=False)
+
+    async def _watch(
+        self, wanted: dict[int, tuple[str, ...]], newly: set[int], stop: asyncio.Event, replaces: bool
+    ) -> None:
         from watchfiles import awatch
 
         if not wanted:
-            self._retire(stop)
+            if replaces:
+                self._retire(stop)
+                if self._merging is stop:
+                    self._merging = None
+            self._watchers.remove(stop)
             return
         owners: dict[str, set[int]] = {}
         for index, project in wanted.items():
@@ -521,15 +550,22 @@ class NexusApp(App[None]):
                     # Live now: the older watchers may stop, and the projects first watched
                     # here are rescanned once for whatever changed while this one started.
                     armed = True
-                    self._retire(stop)
+                    if replaces:
+                        self._retire(stop)
+                        if self._merging is stop:
+                            self._merging = None
                     for index in sorted(newly):
                         self.request_scan(index, everything=True)
                 if changes:
                     self._on_changes(owners, {path for _, path in changes})
             self._watch_failures = 0
+            if stop in self._watchers:
+                self._watchers.remove(stop)
         except Exception as error:
             if stop in self._watchers:
                 self._watchers.remove(stop)
+            if self._merging is stop:
+                self._merging = None
             self._watch_failed = True  # the next watcher rescans every project it watches
             if not undecodable_path_changed(error):
                 # A watched scope vanished, or no watch left: the rescan covers; wait a little.
