@@ -17,6 +17,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
+from textual.drivers.web_driver import WebDriver
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
@@ -46,6 +47,7 @@ from .screens.help import HelpScreen
 from .screens.inbox import Entry, InboxScreen
 from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
+from .serve_pages import PAGE_TITLE_META
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.demo_progress import DemoProgress
@@ -357,6 +359,12 @@ class NexusApp(App[None]):
             self.title = title
         if self.notifier.observe(self.open_needs()):
             self._schedule_notification()
+
+    def watch_title(self, title: str) -> None:
+        """In a browser (``nexus-tui serve``) the page's title follows the app's, needs count
+        included: a meta packet that serve.py relays to the page (a tab in the background shows it)."""
+        if isinstance(self._driver, WebDriver):
+            self._driver.write_meta({"type": PAGE_TITLE_META, "title": title})
 
     def _schedule_notification(self) -> None:
         if self.notifier.pending and self._notify_timer is None:
@@ -768,6 +776,43 @@ class NexusApp(App[None]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.settings.keys))
+
+    def action_jump(self) -> None:
+        """``:``: a run or a task by id, with completion (screens/jump.py)."""
+        from .logic.navigation import jump_candidates
+        from .screens.jump import JumpScreen
+
+        pane = self.pane
+        candidates = jump_candidates(pane.session.snapshot)
+        if not candidates:
+            self.notify("No run to jump to yet.", timeout=3)
+            return
+
+        def go(chosen: Any) -> None:
+            if chosen is not None and self.pane is pane:
+                pane.select(chosen.run_id, chosen.task_id)
+                if chosen.task_id is None:
+                    pane.runs.focus()
+
+        self.push_screen(JumpScreen(candidates, pane.session.label), callback=go)
+
+    def action_next_need(self) -> None:
+        self._step_need(1)
+
+    def action_previous_need(self) -> None:
+        self._step_need(-1)
+
+    def _step_need(self, step: int) -> None:
+        """``n``/``N``: the next or previous task whose row carries a need (the core's classifier,
+        the inbox's needs), across the project's runs in the order shown."""
+        from .logic.navigation import next_need
+
+        pane = self.pane
+        found = next_need(pane.shown_order(), (pane.run_id or "", pane.task_id), step)
+        if found is None:
+            self.notify("No task needs attention in this project.", timeout=3)
+            return
+        pane.select(*found)
 
     def action_filter(self) -> None:
         self.pane.open_filter()

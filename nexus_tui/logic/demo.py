@@ -3,7 +3,7 @@
 :func:`build_demo` is shared by ``nexus-tui --demo``, the tests, the screenshot script and the
 benchmarks. With ``seed`` and ``start`` it is deterministic (same ids, same times), which is
 what snapshots need. Only the final ``writer.lock`` is written by hand, byte for byte the way
-``nexus_core.locks`` publishes one, with a pid that cannot be alive.
+``nexus_core.state.locks`` publishes one, with a pid that cannot be alive.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,15 +21,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from nexus_core import canonical, engine, process, timeutil
+from nexus_core import engine, timeutil
+from nexus_core.backend import process
 from nexus_core.errors import explained
 from nexus_core.hostinfo import hostname as this_hostname
-from nexus_core.locks import WRITER_LOCK
 from nexus_core.shapes import JsonObject
-from nexus_core.store import load_run, make_dirs
+from nexus_core.state import canonical
+from nexus_core.state.locks import WRITER_LOCK
+from nexus_core.state.store import load_run, make_dirs
 
 # Linux's PID_MAX_LIMIT: no process can have this pid, so a liveness probe always says dead.
 DEAD_PID = 4194304
+STOP_WAIT_SECONDS = 5.0  # for the builder to end on SIGTERM before it is killed
 # 2026-11-30T09:00:00Z: the fixed start of the deterministic demo.
 FIXED_START = 1796029200.0
 HOST = {"kind": "host", "id": "claude-code", "sessionId": "session-1"}
@@ -285,7 +289,7 @@ def release_plan(with_process: bool) -> JsonObject:
 
 def _process_available() -> bool:
     try:
-        from nexus_core import process
+        from nexus_core.backend import process
 
         return hasattr(process, "interpret_output")  # the placeholder module has no supervisor
     except Exception:
@@ -517,13 +521,34 @@ class DemoBuild:
         """The builder process's pid once it started."""
         return self._child.pid if self._child is not None else None
 
-    def stop(self) -> None:
-        """Stop a build still running (the dashboard quits before it ended)."""
+    def stop(self, wait: bool = False) -> None:
+        """Stop a build still running (the dashboard quits before it ended); ``wait``: until the
+        builder has exited (it writes in the demo project, about to be removed)."""
         self._stopped = True
         child = self._child
         if child is not None and child.poll() is None:
             with contextlib.suppress(OSError):
                 child.terminate()
+            if wait:
+                try:
+                    child.wait(STOP_WAIT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+
+
+def remove_demo(directory: str) -> str | None:
+    """Delete the demo project ``--demo`` made in its temporary directory (symbolic links are
+    removed, never followed); None, or why something stays."""
+    problems: list[str] = []
+
+    def note(_function: Any, path: str, error: Any) -> None:
+        problems.append(f"{path}: {error[1] if isinstance(error, tuple) else error}")
+
+    shutil.rmtree(directory, onerror=note)  # Python 3.11: onerror (3.12 adds onexc)
+    if os.path.lexists(directory):
+        return problems[0] if problems else "it is still there"
+    return None
 
 
 def main(argv: list[str]) -> int:

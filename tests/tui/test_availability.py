@@ -12,7 +12,8 @@ from project_kit import host_situations
 from tui_actions_support import make_project, process_task_plan, start, task_plan
 
 from nexus_core import actions as commands
-from nexus_core import observe, process
+from nexus_core import observe
+from nexus_core.backend import process
 from nexus_tui.logic.operations import OPERATIONS, Target
 from nexus_tui.logic.operations import place as operations_place
 from nexus_tui.logic.operations import process as process_operations
@@ -70,7 +71,7 @@ async def test_opening_a_dialog_reads_the_run_file_in_a_worker(tmp_path: Path, m
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
-        await pilot.press("R")
+        await pilot.press("O")
         await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))
     assert reads and not any(reads)  # read, and never on the UI thread
 
