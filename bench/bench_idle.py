@@ -49,7 +49,8 @@ def idle_percent(pid: int, seconds: float) -> float:
 def in_tmux(command: list[str], home: str, warmup: float, seconds: float) -> float:
     """``command`` in a tmux session on a private server (its environment given in the command:
     a tmux server keeps the one it started with)."""
-    server = ["tmux", "-L", f"nexus-bench-idle-{os.getpid()}"]
+    # A server of its own per case: a new session on a server being killed can fail.
+    server = ["tmux", "-L", f"nexus-bench-idle-{os.getpid()}-{time.monotonic_ns()}"]
     keep = {name: os.environ[name] for name in ("PATH", "PYTHONPATH") if name in os.environ}
     env = ["env", f"HOME={home}", f"XDG_CONFIG_HOME={home}/.config", *(f"{k}={v}" for k, v in keep.items())]
     shell = subprocess.list2cmdline([*env, *command])
