@@ -70,6 +70,9 @@ class ProjectPane(Vertical):
         self.compact = False  # the tables narrower than FULL_COLUMNS_WIDTH: compact columns
         self._filter_problem: str | None = None  # shown under the filter input
         self._found: list[Found] = []  # the search list's entries (the other runs' matches)
+        # Composed: until then (--discover composes a pane when its tab is first shown) a scan
+        # only stores its snapshot in the session, and nothing else touches the widgets.
+        self._composed = False
 
     # -- the session's facts, read by the tests and the app
     @property
@@ -179,9 +182,16 @@ class ProjectPane(Vertical):
             remote_refusal=remote.refusal() if remote is not None else None,
         )
 
+    def on_mount(self) -> None:
+        self._composed = True
+        if self.session.snapshot is not None:  # scanned before it was shown
+            self.apply(self.session.snapshot, now_ms())
+
     # -- applying snapshots
     def apply(self, snapshot: ProjectSnapshot, now: int) -> None:
         self.session.snapshot = snapshot
+        if not self._composed:
+            return
         with self.app.batch_update():
             self._sync_runs(now)
             self._sync_tasks(now)
@@ -190,6 +200,8 @@ class ProjectPane(Vertical):
 
     def restyle(self, now: int) -> None:
         """The theme changed: recompute every cell, text and tree node with its colours."""
+        if not self._composed:
+            return
         self._run_views.clear()
         self._task_rows.clear()
         self.query_one(TaskDetail).forget()
@@ -198,6 +210,8 @@ class ProjectPane(Vertical):
 
     def refresh_times(self, now: int) -> None:
         """The 1 s tick: only the time-derived cells and texts."""
+        if not self._composed:
+            return
         if self.session.snapshot is None:
             if self.session.remote is not None:
                 self.sync_status(now)  # a host not reached yet: its "retrying in N s" counts down
@@ -333,6 +347,8 @@ class ProjectPane(Vertical):
     def sync_job_marks(self, now: int) -> None:
         """A job of this session started or ended: re-put only the rows whose mark changed (the
         1 s tick moves the elapsed times)."""
+        if not self._composed:
+            return
         view = self.current_view()
         table = self.tasks
         styles = styles_of(self.app)
@@ -363,6 +379,8 @@ class ProjectPane(Vertical):
         self.query_one(TaskDetail).sync(self.session, now, self.display_path, times_only=times_only)
 
     def sync_status(self, now: int) -> None:
+        if not self._composed:
+            return
         read_only = self.read_only or not any(entry.mutating for entry in actions.REGISTRY)
         self.query_one(f"#status-{self.index}", StatusBar).sync(now, following=self.following, read_only=read_only)
 
