@@ -360,6 +360,12 @@ class NexusApp(App[None]):
         if self.notifier.observe(self.open_needs()):
             self._schedule_notification()
 
+    @property
+    def notification_due(self) -> bool:
+        """Needs wait to be told (the coalescing window is open): once not, nothing more is
+        written until a scan finds a new need."""
+        return self._notify_timer is not None or bool(self.notifier.pending)
+
     def _schedule_notification(self) -> None:
         if self.notifier.pending and self._notify_timer is None:
             self._notify_timer = self.set_timer(COALESCE_SECONDS, self._notify_now)
