@@ -79,12 +79,14 @@ async def loaded(app: NexusApp, pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
-async def eventually(pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+async def eventually(
+    pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
+) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
         if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
+            raise AssertionError(f"{what} not reached in time")
         await pilot.pause(0.05)
 
 
