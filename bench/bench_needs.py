@@ -24,10 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tui import template_run
 
-from nexus_core import canonical, needs
+from nexus_core import needs
 from nexus_core.observe import inspect_loaded
 from nexus_core.snapshots import observational_hashes
-from nexus_core.store import load_run
+from nexus_core.state import canonical
+from nexus_core.state.store import load_run
 from nexus_core.timeutil import now_ms
 from nexus_tui.logic.model import build_view
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tui import clone_runs, envelope_for, replace_atomically, rss_mb, template_run
 
-from nexus_core import canonical
+from nexus_core.state import canonical
 
 
 def floor() -> dict[str, float]:

@@ -36,7 +36,10 @@ import sys, time
 started = time.perf_counter()
 import gc
 gc.disable()  # as the CLI's one-shot path does
-from nexus_core import cli, actions, inputs, canonical, store, locks, engine, checks
+from nexus_core import actions, engine
+from nexus_core.backend import checks
+from nexus_core.cli import inputs, main as cli
+from nexus_core.state import canonical, locks, store
 canonical.plain_path()
 if sys.argv[1] == "verify":
     import subprocess, selectors, signal, threading  # what verify imports on its way

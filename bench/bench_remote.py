@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_tui import envelope_for, replace_atomically  # noqa: E402
 from ssh_kit import HOST, REMOTE_NEXUS, SshServer, _descendants  # noqa: E402
 
-from nexus_core import canonical, engine  # noqa: E402
+from nexus_core import engine  # noqa: E402
+from nexus_core.state import canonical  # noqa: E402
 
 HOST_BACKEND = {"kind": "host", "id": "bench", "sessionId": "s1"}
 TICKS = os.sysconf("SC_CLK_TCK")

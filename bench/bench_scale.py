@@ -24,8 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nexus_core import canonical, engine, observe, store
+from nexus_core import engine, observe
 from nexus_core.snapshots import scope_snapshot
+from nexus_core.state import canonical, store
 
 HOST = {"kind": "host", "id": "bench", "sessionId": "s"}
 

@@ -70,7 +70,7 @@ def main() -> None:
         script = shutil.which("nexus") or str(Path(sys.executable).parent / "nexus")
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
-            "python -c 'import nexus_core.cli'": [sys.executable, "-c", "import nexus_core.cli"],
+            "python -c 'import nexus_core.cli.main'": [sys.executable, "-c", "import nexus_core.cli.main"],
             "nexus inspect (inventory)": [script, "inspect", "-d", root],
             "nexus inspect --json (inventory)": [script, "inspect", "--json", "-d", root],
             "nexus inspect small (one run, 3 tasks)": [script, "inspect", "small", "-d", root],

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from nexus_core import engine, timeutil
 from nexus_core.observe import inspect_loaded
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_core.timeline import timeline_of
 
 HOST = {"kind": "host", "id": "bench", "sessionId": "s1"}

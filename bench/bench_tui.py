@@ -4,7 +4,7 @@
 
 1. data: one 200-task run made by the real engine (accepted, passed, completed, running and
    not-started tasks, real checks), cloned into 100 runs with their own scope files (paths
-   rewritten, planHash and envelope recomputed with nexus_core.canonical);
+   rewritten, planHash and envelope recomputed with nexus_core.state.canonical);
 2. first paint: from App start to (a) the first frame with every run row and (b) every run's
    counts shown;
 3. latency: a run file of 200 tasks replaced on disk (atomic rename, like the core) to the
@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nexus_core import canonical, engine
-from nexus_core.store import load_run
+from nexus_core import engine
+from nexus_core.state import canonical
+from nexus_core.state.store import load_run
 
 HOST = {"kind": "host", "id": "bench", "sessionId": "s1"}
 CHECK = 'while IFS= read -r line || [ -n "$line" ]; do case "$line" in *ok*) exit 0 ;; esac; done < "$1"; exit 1\n'

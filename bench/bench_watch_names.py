@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nexus_core import engine
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 
 HOST = {"kind": "host", "id": "bench", "sessionId": "s1"}
 CHECK = "import sys\nsys.exit(0 if 'ok' in open(sys.argv[1]).read() else 1)\n"

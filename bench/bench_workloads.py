@@ -38,7 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nexus_core import canonical, engine, store
+from nexus_core import engine
+from nexus_core.state import canonical, store
 
 HOST = {"kind": "host", "id": "bench", "sessionId": "s"}
 CLI = [sys.executable, "-m", "nexus_core.cli"]

@@ -161,13 +161,13 @@ def _launch(
     progress: Progress | None = None,
     should_stop: StopAsked | None = None,
 ) -> Result:
-    from .process import launch_task
+    from .backend.process import launch_task
 
     return launch_task(directory, run_id, task_id, options, progress=progress, should_stop=should_stop)
 
 
 def _collect(directory: str, run_id: str, task_id: str, options: Any, **_: Any) -> Result:
-    from .process import collect_task
+    from .backend.process import collect_task
 
     return collect_task(directory, run_id, task_id, options)
 
@@ -179,8 +179,8 @@ def _create(directory: str, run_id: str | None, task_id: str | None, plan: Any, 
 
 
 def _recover_lock(directory: str, run_id: str | None, task_id: str | None, options: Any, **_: Any) -> Result:
-    from .locks import recover_lock
     from .paths import root_of
+    from .state.locks import recover_lock
 
     return recover_lock(root_of(directory), options)
 

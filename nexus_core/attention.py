@@ -59,9 +59,9 @@ class Looker:
 
     def project(self, directory: str, now: int) -> list[Need]:
         """Every need of one project (raises NexusError when the project itself is unusable)."""
-        from .locks import RECOVERY_LOCK, WRITER_LOCK
         from .paths import root_of
-        from .store import list_run_ids
+        from .state.locks import RECOVERY_LOCK, WRITER_LOCK
+        from .state.store import list_run_ids
         from .supervise.events import _lock_view
 
         root = root_of(directory)
@@ -74,7 +74,7 @@ class Looker:
     def _run(self, root: str, run_id: str, now: int) -> list[Need]:
         from .observe import inspect_loaded
         from .snapshots import observational_hashes
-        from .store import parse_run, read_state_bytes, run_path
+        from .state.store import parse_run, read_state_bytes, run_path
         from .supervise.events import _message
 
         try:
@@ -208,7 +208,7 @@ class Executor:
             self.done += 1
 
     def _run(self, need: Need) -> None:
-        from .canonical import compact
+        from .state.canonical import compact
         from .terminal import terminal_safe_json
 
         payload = (terminal_safe_json(compact(need.as_json())) + "\n").encode("utf-8")
@@ -292,7 +292,7 @@ def watch(
     wakes: Iterator[str] | None = None,
 ) -> NoReturn:
     """Print need-opened / need-closed lines until interrupted (KeyboardInterrupt, SystemExit)."""
-    from .store import BASE
+    from .state.store import BASE
     from .supervise.events import json_line
 
     looker = Looker()
@@ -423,7 +423,7 @@ def attention_command(
         directory, message = problems[0]
         _fail(message if directory in message else f"{directory}: {message}", as_json)
     if as_json:
-        from .canonical import pretty
+        from .state.canonical import pretty
         from .terminal import terminal_safe_json
 
         document = {

@@ -12,19 +12,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, canonical
-from .checks import CheckStop, check_environment, run_check
+from . import __version__
+from .backend.checks import CheckStop, check_environment, run_check
 from .errors import NexusError, fail, message_of
 from .hostinfo import hostname, owner_liveness, pid
-from .locks import (
-    RECOVERY_ACTIVE,
-    WRITER_BUSY,
-    WRITER_LOCK,
-    lock_snapshot,
-    release_writer,
-    try_acquire_writer,
-    writer_lock,
-)
 from .paths import overlap, root_of, safe_target
 from .preconditions import (
     ACCEPT_UNACCEPTED,
@@ -44,7 +35,17 @@ from .preconditions import (
 )
 from .shapes import Attempt, Backend, CheckReceipt, JsonObject, Run, Task, TaskDefinition
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
-from .store import (
+from .state import canonical
+from .state.locks import (
+    RECOVERY_ACTIVE,
+    WRITER_BUSY,
+    WRITER_LOCK,
+    lock_snapshot,
+    release_writer,
+    try_acquire_writer,
+    writer_lock,
+)
+from .state.store import (
     RUNS,
     StateNotWritten,
     check_state_file,

@@ -5,7 +5,7 @@ errors and CLI errors (no prefix). The message is kept exactly as the reference 
 CLI can prefix ``Nexus: `` once more, as the reference does. What we add (where in the plan, the
 way out, the other forms of the command) is the ``hint``: never inside the message, so scripts
 written for the reference match our refusals byte for byte. How a refusal is printed is
-``nexus_core.refusal``'s concern.
+``nexus_core.cli.refusal``'s concern.
 """
 
 from __future__ import annotations

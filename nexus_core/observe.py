@@ -5,14 +5,22 @@ from __future__ import annotations
 import os
 from typing import cast
 
-from . import __version__, canonical, state_dirs
+from . import __version__
 from .errors import NexusError, message_of
-from .locks import RECOVERY_LOCK, WRITER_LOCK, describe_owner, lock_snapshot, owner_state, recovery_lock_hint
 from .needs import HEARTBEAT_STALE_MS
 from .paths import root_of
 from .schedule import DB_REL as SCHEDULES_DB
 from .shapes import Attempt, Inspection, JsonObject, Observation, Run, Task
-from .store import list_run_ids, list_temp_files, load_run
+from .state import canonical, state_dirs
+from .state.locks import (
+    RECOVERY_LOCK,
+    WRITER_LOCK,
+    describe_owner,
+    lock_snapshot,
+    owner_state,
+    recovery_lock_hint,
+)
+from .state.store import list_run_ids, list_temp_files, load_run
 from .timeutil import now_ms, parse_iso_ms
 
 INVENTORY_HINT = "Run IDs are an inventory, not validated outcomes; inspect an individual run for current evidence."
@@ -80,7 +88,7 @@ def observe_task(root: str, run: Run, task: Task, verified: set[str], now: int) 
         hint = HINT_ACCEPTED if task["integration"] == "accepted" else HINT_START
     kept_receipt = None
     if attempt and attempt["backend"].get("kind") == "process":
-        from .process import receipt_file_status  # only process attempts need the process backend
+        from .backend.process import receipt_file_status  # only process attempts need the process backend
 
         kept_receipt = receipt_file_status(root, run["id"], attempt, run["planHash"])
     if kept_receipt is not None:

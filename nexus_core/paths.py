@@ -7,8 +7,8 @@ import os
 import re
 import stat
 
-from .canonical import compact, has_lone_surrogate, js_trim, utf16_len
 from .errors import NexusError, fail
+from .state.canonical import compact, has_lone_surrogate, js_trim, utf16_len
 
 _UNSAFE_CHAR = re.compile(r'[\\:<>"|?*\x00-\x1f]')
 _RESERVED = re.compile(r"(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\.|\Z)", re.IGNORECASE | re.ASCII)

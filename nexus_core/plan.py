@@ -7,11 +7,11 @@ import re
 import stat
 from typing import Any
 
-from . import canonical
 from .errors import fail
 from .paths import directory_at, in_scope, overlap, read_regular, relative, safe_target, touches_state
 from .shapes import CheckDefinition, JsonObject, Plan, TaskDefinition
 from .snapshots import executable, files_snapshot, scope_snapshot
+from .state import canonical
 from .validate import ident, integer_in, is_ident, rule_at, string_list, text, unique, within
 
 _SECRET_KEY = re.compile(r"password|secret|token|credential|api[^\n\r\u2028\u2029]?key", re.IGNORECASE | re.ASCII)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .store import BASE
+from .state.store import BASE
 
 DEFAULT_DEPTH = 4
 # Never entered: version control, dependency trees, caches. Virtual environments are also

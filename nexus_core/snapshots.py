@@ -10,7 +10,6 @@ import stat
 import sys
 from collections.abc import Iterator
 
-from . import canonical
 from .errors import ENGINE_PREFIX, NexusError, fail
 from .paths import (
     directory_at,
@@ -24,6 +23,7 @@ from .paths import (
     safe_target,
 )
 from .shapes import TaskDefinition
+from .state import canonical
 
 FILE_LIMIT = 16 * 1024 * 1024
 SCOPE_FILE_LIMIT = 10000

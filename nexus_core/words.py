@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from . import canonical
+from .state import canonical
 from .terminal import terminal_safe
 
 

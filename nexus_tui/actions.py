@@ -382,7 +382,7 @@ def keymap_clash(keymap: Mapping[str, str]) -> tuple[str, str, str] | None:
     """The first clash the overrides make, as (binding id, key, what already has it, in words),
     or None:
     two entries of one screen on a key, or an entry on a key the dashboard reserves."""
-    for screen in (MAIN, SCHEDULES):
+    for screen in dict.fromkeys(entry.screen for entry in REGISTRY):  # main, panels, timeline, jobs
         owner: dict[str, str] = {}
         entries = [entry for entry in REGISTRY if entry.screen == screen]
         # The overridden entries last: the clash is reported on the key the operator chose.

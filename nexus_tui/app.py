@@ -17,6 +17,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
+from textual.drivers.web_driver import WebDriver
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
@@ -46,6 +47,7 @@ from .screens.help import HelpScreen
 from .screens.inbox import Entry, InboxScreen
 from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
+from .serve_pages import PAGE_TITLE_META
 from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.demo_progress import DemoProgress
@@ -365,6 +367,12 @@ class NexusApp(App[None]):
         """Needs wait to be told (the coalescing window is open): once not, nothing more is
         written until a scan finds a new need."""
         return self._notify_timer is not None or bool(self.notifier.pending)
+
+    def watch_title(self, title: str) -> None:
+        """In a browser (``nexus-tui serve``) the page's title follows the app's, needs count
+        included: a meta packet that serve.py relays to the page (a tab in the background shows it)."""
+        if isinstance(self._driver, WebDriver):
+            self._driver.write_meta({"type": PAGE_TITLE_META, "title": title})
 
     def _schedule_notification(self) -> None:
         if self.notifier.pending and self._notify_timer is None:

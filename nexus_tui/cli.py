@@ -175,8 +175,8 @@ def run_dashboard(options: DashboardOptions) -> int:
     for directory in directories:
         problem = project_problem(directory)
         if problem is not None:  # as nexus prints a refusal: its message, then the hint
+            from nexus_core.cli.refusal import human_text
             from nexus_core.errors import hint_of, message_of
-            from nexus_core.refusal import human_text
 
             sys.stderr.write(human_text(message_of(problem), hint_of(problem)))
             return 1

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import json
 import os
 import secrets
 import shlex
@@ -43,7 +44,7 @@ from textual_serve.download_manager import DownloadManager
 from nexus_core.terminal import terminal_safe
 
 from .serve_guard import ConnectionGate, accept_connections, allowed_names, host_allowed, raise_open_files
-from .serve_pages import REFUSED_PAGE, UNKNOWN_HOST_PAGE, busy_page, dashboard_page
+from .serve_pages import PAGE_TITLE_META, REFUSED_PAGE, UNKNOWN_HOST_PAGE, busy_page, dashboard_page
 
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 4
@@ -181,6 +182,16 @@ class SessionProcess(AppService):
         self._process = process
         self._stdin = process.stdin
         return process
+
+    async def on_meta(self, data: bytes) -> None:
+        """The app's title goes to the page (textual-serve knows no such packet); the rest as usual."""
+        with contextlib.suppress(ValueError):
+            meta = json.loads(data)
+            if isinstance(meta, dict) and meta.get("type") == PAGE_TITLE_META:
+                title = terminal_safe(str(meta.get("title", "")), one_line=True)
+                await self.remote_write_str(json.dumps([PAGE_TITLE_META, title]))
+                return
+        await super().on_meta(data)
 
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
         while True:

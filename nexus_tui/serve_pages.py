@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import html
 
+# The meta packet a session's app sends when its title changes (NexusApp.watch_title); the server
+# relays it to the page as a websocket message of the same name.
+PAGE_TITLE_META = "nexus_title"
+
 # textual.js sizes its terminal with the 'Roboto Mono' family: the font file ships inside the
 # textual-serve package and is served from here.
 _PAGE = """<!DOCTYPE html>
@@ -59,6 +63,34 @@ document.addEventListener("DOMContentLoaded", function () {{
   }});
 }})();
 </script>
+<script nonce="{nonce}">
+// The dashboard's title (with its needs count) arrives on the session's websocket as
+// ["{title_meta}", TEXT], a message textual.js ignores; the page's title follows it, so a browser
+// tab in the background shows when something needs a person.
+(function () {{
+  var NativeWebSocket = window.WebSocket;
+  function Session(url, protocols) {{
+    var socket = protocols === undefined ? new NativeWebSocket(url) : new NativeWebSocket(url, protocols);
+    socket.addEventListener("message", function (event) {{
+      if (typeof event.data !== "string") {{
+        return;
+      }}
+      var message;
+      try {{
+        message = JSON.parse(event.data);
+      }} catch (error) {{
+        return;
+      }}
+      if (Array.isArray(message) && message[0] === "{title_meta}" && typeof message[1] === "string") {{
+        document.title = message[1] + " \u00b7 {mode}";
+      }}
+    }});
+    return socket;
+  }}
+  Session.prototype = NativeWebSocket.prototype;
+  window.WebSocket = Session;
+}})();
+</script>
 <script src="/static/js/textual.js"></script>
 </head>
 <body>
@@ -89,7 +121,13 @@ main {{ background: #12232d; padding: 2em 3em; max-width: 40em; }}
 
 def dashboard_page(*, nonce: str, read_only: bool, font_size: int) -> str:
     mode = "read-only" if read_only else "actions enabled"
-    return _PAGE.format(title=html.escape(f"nexus dashboard ({mode})"), nonce=nonce, mode=mode, font_size=font_size)
+    return _PAGE.format(
+        title=html.escape(f"nexus dashboard ({mode})"),
+        nonce=nonce,
+        mode=mode,
+        font_size=font_size,
+        title_meta=PAGE_TITLE_META,
+    )
 
 
 def message_page(title: str, *paragraphs: str) -> str:

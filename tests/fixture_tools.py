@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from nexus_core import canonical
+from nexus_core.state import canonical
 
 REFERENCE_STATES = Path(__file__).parent / "fixtures" / "reference-states"
 FIXTURE_NAMES = sorted(p.name for p in REFERENCE_STATES.iterdir() if (p / "project").is_dir())

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nexus_core import store
+from nexus_core.state import store
 
 HOST_BACKEND = {"kind": "host", "id": "harness", "sessionId": "session-1"}
 CHECK_SCRIPT = """# passes when the task's result file says done

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 from project_kit import HOST, Project, plan, task_def
 
-from nexus_core import canonical, engine, locks
-from nexus_core.cli import dispatch
+from nexus_core import engine
+from nexus_core.cli.main import dispatch
 from nexus_core.errors import NexusError
+from nexus_core.state import canonical, locks
 
 
 @dataclass

@@ -298,3 +298,28 @@ def test_a_failed_scheduled_recheck_is_a_need_until_the_next_one_fires(tmp_path:
         stop_scheduler(runner)
     assert [o["status"] for o in project.runs(schedule["id"])] == ["failed", "fired"]
     assert attention("-d", str(project.root)).returncode == 0
+
+
+def test_exec_runs_its_words_without_a_shell(tmp_path: Path) -> None:
+    """--exec CMD is split into words and run as they are: what a shell would expand or chain
+    ($VAR, ;, $(...)) reaches the command as text and runs nothing."""
+    root = make_project(tmp_path)
+    marker = tmp_path / "a-shell-ran-this"
+    argv_file = tmp_path / "argv.json"
+    notifier = tmp_path / "notify.py"
+    notifier.write_text(
+        "import json, sys\n"
+        "need = json.loads(sys.stdin.read())\n"
+        f"open({str(argv_file)!r}, 'w').write(json.dumps([need['kind'], *sys.argv[1:]]))\n"
+    )
+    words = f"$HOME;touch {marker} `touch {marker}`"  # what `sh -c CMD` would run
+    watcher = Watcher("-d", str(root), "--exec", f"{sys.executable} {notifier} {words}")
+    try:
+        assert watcher.next()["needs"] == 0
+        write_dead_writer_lock(root)
+        assert watcher.next()["kind"] == "writer-lock-dead"
+        received = _eventually(lambda: argv_file.exists() and json.loads(argv_file.read_text()))
+    finally:
+        watcher.stop()
+    assert received == ["writer-lock-dead", "$HOME;touch", str(marker), "`touch", f"{marker}`"]
+    assert not marker.exists()

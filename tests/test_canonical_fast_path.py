@@ -12,7 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexus_core import canonical, timeutil
+from nexus_core import timeutil
+from nexus_core.state import canonical
 
 keys = st.one_of(st.text(max_size=6), st.integers(0, 20).map(str), st.sampled_from(["01", "4294967295", "-1"]))
 scalars = st.one_of(

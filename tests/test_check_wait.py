@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from nexus_core.checks import wait_exited
+from nexus_core.backend.checks import wait_exited
 
 
 def spawn(code: str) -> subprocess.Popen[bytes]:

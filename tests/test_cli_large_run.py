@@ -1,5 +1,5 @@
 """The CLI on a run large enough for the plain (orjson) path and for an output past any pipe
-buffer: a mutation's process ends without the interpreter's teardown (nexus_core.cli._exit),
+buffer: a mutation's process ends without the interpreter's teardown (nexus_core.cli.main._exit),
 so what it prints must still arrive whole, with its exit code, and a refusal must still leave
 the disk as it was."""
 
@@ -12,7 +12,7 @@ import pytest
 from conftest import run_cli
 from project_kit import HOST, Project, plan, task_def
 
-from nexus_core import canonical, store
+from nexus_core.state import canonical, store
 
 TASKS = 200  # the most a plan may hold: a state of a few hundred KiB
 

@@ -24,8 +24,9 @@ from fixture_tools import (
     substitute_root,
 )
 
-from nexus_core import canonical, observe, store, timeutil
+from nexus_core import observe, timeutil
 from nexus_core.snapshots import hash_file
+from nexus_core.state import canonical, store
 
 STATE_FILES = state_files()
 OTHER_JSON = sorted(

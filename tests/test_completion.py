@@ -15,7 +15,8 @@ from conftest import run_cli
 from process_support import command_task, create, make_project
 from project_kit import Project, plan, task_def
 
-from nexus_core import actions, process
+from nexus_core import actions
+from nexus_core.backend import process
 
 SHELLS = ("bash", "zsh", "fish")
 

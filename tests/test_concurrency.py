@@ -29,8 +29,8 @@ from reliability_support import (
     write_json,
 )
 
-from nexus_core import store
-from nexus_core.locks import WRITER_BUSY
+from nexus_core.state import store
+from nexus_core.state.locks import WRITER_BUSY
 
 LONG = os.environ.get("NEXUS_LONG") == "1"
 ROUNDS = 3 if LONG else 1

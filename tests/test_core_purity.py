@@ -9,14 +9,14 @@ import sys
 
 CORE_MODULES = [
     "nexus_core",
-    "nexus_core.cli",
+    "nexus_core.cli.main",
     "nexus_core.engine",
     "nexus_core.observe",
-    "nexus_core.store",
-    "nexus_core.locks",
-    "nexus_core.process",
+    "nexus_core.state.store",
+    "nexus_core.state.locks",
+    "nexus_core.backend.process",
     "nexus_core.plan",
-    "nexus_core.checks",
+    "nexus_core.backend.checks",
 ]
 
 
@@ -69,4 +69,30 @@ def test_the_engine_does_not_import_the_process_backend() -> None:
     # nexus_core.actions, so the two modules no longer import each other.
     probe = "import json, sys\nimport nexus_core.engine\nprint(json.dumps(sorted(sys.modules)))\n"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert "nexus_core.process" not in json.loads(result.stdout)
+    assert "nexus_core.backend.process" not in json.loads(result.stdout)
+
+
+def test_the_engine_never_imports_the_command_line() -> None:
+    """Imports run one way: the command line (nexus_core/cli/, and each feature's command.py)
+    imports the engine, state and backend, never the reverse."""
+    import ast
+    from pathlib import Path
+
+    core = Path(__file__).resolve().parents[1] / "nexus_core"
+    offenders = []
+    for path in sorted(core.rglob("*.py")):
+        relative = path.relative_to(core)
+        if relative.parts[0] == "cli" or path.name == "command.py":
+            continue
+        package = ["nexus_core", *relative.parts[:-1]]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                names = [f"{target}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            offenders += [f"{relative}: {name}" for name in names if name.startswith("nexus_core.cli")]
+    assert offenders == []

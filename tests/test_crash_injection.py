@@ -37,9 +37,10 @@ from reliability_support import (
     write_json,
 )
 
-from nexus_core import observe, store
+from nexus_core import observe
 from nexus_core.hostinfo import pid_alive
-from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK
+from nexus_core.state import store
+from nexus_core.state.locks import RECOVERY_LOCK, WRITER_LOCK
 
 LONG = os.environ.get("NEXUS_LONG") == "1"
 KILLS = int(os.environ.get("NEXUS_KILLS", "0")) or (500 if LONG else 40)

@@ -105,8 +105,10 @@ def patched_open(path, *args, **kwargs):
     return real_open(path, *args, **kwargs)
 os.open, builtins.open = patched_os_open, patched_open
 
-from nexus_core import locks, plan, process, store
-from nexus_core.inputs import read_input_file
+from nexus_core import plan
+from nexus_core.backend import process
+from nexus_core.state import locks, store
+from nexus_core.cli.inputs import read_input_file
 from nexus_core.schedule import db
 from nexus_core.snapshots import executable
 from nexus_tui.logic import recovery

@@ -35,9 +35,11 @@ from reliability_support import (
     write_json,
 )
 
-from nexus_core import engine, locks, process, store
+from nexus_core import engine
+from nexus_core.backend import process
+from nexus_core.cli.inputs import read_input_file
 from nexus_core.errors import NexusError
-from nexus_core.inputs import read_input_file
+from nexus_core.state import locks, store
 
 LONG = os.environ.get("NEXUS_LONG") == "1"
 LIBRARY_EXAMPLES = 400 if LONG else 40

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from reliability_support import HOST_BACKEND, add_work, make_project, plan_for, tree_bytes, write_json
 
-from nexus_core import engine, inputs
+from nexus_core import engine
+from nexus_core.cli import inputs
 
 
 @pytest.fixture

@@ -31,8 +31,10 @@ from process_support import (
     write,
 )
 
-from nexus_core import canonical, engine, observe, process
+from nexus_core import engine, observe
+from nexus_core.backend import process
 from nexus_core.errors import NexusError
+from nexus_core.state import canonical
 
 LONG = os.environ.get("NEXUS_LONG") == "1"
 HOST = {"kind": "host", "id": "storm-tester", "sessionId": "s1"}
@@ -77,7 +79,7 @@ print(ok, busy)
 # A slow writer: takes writer.lock (waiting for it) and holds it HOLD seconds, GAP apart.
 HOG = r"""
 import os, sys, time
-from nexus_core import locks
+from nexus_core.state import locks
 root, hold, gap, stop = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 held = 0
 while not os.path.exists(stop):
@@ -231,7 +233,7 @@ def test_a_receipt_that_cannot_be_saved_is_kept_for_collect(project: Path, monke
             sys.executable,
             "-c",
             "import json, sys, time\n"
-            "from nexus_core import locks\n"
+            "from nexus_core.state import locks\n"
             "root, path = sys.argv[1], sys.argv[2]\n"
             "print('ready', flush=True)\n"
             "def status():\n"
@@ -311,7 +313,7 @@ def test_a_tampered_kept_receipt_is_refused(project: Path, monkeypatch: pytest.M
 
 def test_user_facing_acquisition_stays_fail_fast(project: Path) -> None:
     create(project, "r", [verify_plan("r")])
-    from nexus_core import locks
+    from nexus_core.state import locks
 
     token = locks.try_acquire_writer(str(project))
     assert token is not None
@@ -343,7 +345,7 @@ def test_lock_temporaries_of_dead_publishers_are_removed_live_ones_kept(project:
 # file appears (or 60 s pass), then releases it; with KILL it never releases (the test kills it).
 HOLDER = r"""
 import json, os, sys, time
-from nexus_core import locks
+from nexus_core.state import locks
 root, path, status, release = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 deadline = time.monotonic() + 60
 def current():

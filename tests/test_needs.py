@@ -12,9 +12,9 @@ from tui_actions_support import HOST, latest, make_project, start, task_plan, wr
 
 from nexus_core import engine, needs
 from nexus_core.attention import Looker
-from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.observe import inspect_loaded
-from nexus_core.store import load_run
+from nexus_core.state.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
+from nexus_core.state.store import load_run
 from nexus_core.terminal import is_terminal_safe
 from nexus_core.timeutil import now_ms
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent / "tui"))
 from dashboard_kit import HOST, finish, small_project, tree_fingerprint
 
 from nexus_core import engine, observe_protocol
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_core.view.codec import SnapshotReader
 from nexus_core.view.model import ProjectScanner, ProjectSnapshot
 from nexus_tui.logic.demo import build_demo

@@ -13,7 +13,7 @@ from project_kit import host_situations
 
 from nexus_core import actions
 from nexus_core.preconditions import CALL_FACTS, FACT_WORDS, Check, task_facts
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 
 VALUES: dict[str, tuple[object, ...]] = {
     "attempt": ("a1", None),

@@ -19,12 +19,13 @@ from process_support import command_task, create, make_project
 from project_kit import HOST, SITUATIONS, Project
 from project_kit import host_situations as situations
 
-from nexus_core import actions, canonical, engine, store
-from nexus_core.checks import check_environment
+from nexus_core import actions, engine
+from nexus_core.backend.checks import check_environment
 from nexus_core.errors import NexusError
 from nexus_core.preconditions import first_refusal
 from nexus_core.snapshots import files_snapshot, scope_snapshot
-from nexus_core.store import load_run
+from nexus_core.state import canonical, store
+from nexus_core.state.store import load_run
 from nexus_tui.logic.operations import OPERATIONS, Target
 
 PER_TASK = actions.per_task_actions()

@@ -32,9 +32,11 @@ from process_support import (
     write,
 )
 
-from nexus_core import canonical, engine, observe, process, timeutil
-from nexus_core.checks import check_environment
+from nexus_core import engine, observe, timeutil
+from nexus_core.backend import process
+from nexus_core.backend.checks import check_environment
 from nexus_core.errors import NexusError
+from nexus_core.state import canonical
 
 
 @pytest.fixture

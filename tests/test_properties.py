@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from node_kit import IN_CI, NODE, require_node
 from project_kit import Project, plan, task_def
 
-from nexus_core import canonical
 from nexus_core.errors import NexusError
 from nexus_core.plan import normalize_plan
+from nexus_core.state import canonical
 
 NODE_IS_THE_ORACLE = "node is the oracle for JS JSON rules"
 # Skipped before any example is drawn; under CI=true the test runs and require_node fails it.

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from project_kit import Project, plan, task_def
 
-from nexus_core import store
+from nexus_core.state import store
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

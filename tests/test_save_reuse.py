@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from project_kit import Project, plan, task_def
 
-from nexus_core import canonical, engine, store
+from nexus_core import engine
 from nexus_core.errors import NexusError
+from nexus_core.state import canonical, store
 
 CORRUPT = "Corrupt or foreign run state; original bytes were preserved."
 

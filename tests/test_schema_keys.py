@@ -30,7 +30,7 @@ from process_support import (
 )
 from project_kit import HOST, task_def
 
-from nexus_core import canonical, store
+from nexus_core.state import canonical, store
 
 # ----------------------------------------------------------------- SPEC section 3, as a table
 

@@ -69,7 +69,7 @@ def test_own_plan_not_writable_by_others_is_accepted(project: Path, mode: int) -
 
 def test_plan_root_owns_is_accepted_from_another_user(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Root can act as anyone already: a system-wide example plan is usable by every user."""
-    from nexus_core import inputs
+    from nexus_core.cli import inputs
 
     path = plan_file(project, 0o644, owner=0)
     monkeypatch.setattr(os, "geteuid", lambda: OTHER_UID)

@@ -481,3 +481,67 @@ def test_in_a_real_browser(demo_project: str, tmp_path: Path) -> None:
         assert lock.read_bytes() == lock_before
     finally:
         driver.quit()  # type: ignore[attr-defined]
+
+
+def test_the_page_title_counts_the_needs_as_they_change(tmp_path: Path) -> None:
+    """The browser tab's title is the dashboard's, needs count included, and follows a real
+    change on disk (the demo's dead writer.lock removed: one need fewer); the inbox opens."""
+    driver = _browser_or_skip()
+    project = build_demo(str(tmp_path / "demo")).directory
+    try:
+        with served("-d", project) as server:
+            driver.get(server.url)  # type: ignore[attr-defined]
+
+            def title() -> str:
+                return str(driver.title)  # type: ignore[attr-defined]
+
+            try:
+                wait_for(lambda: title() == "nexus (5 needs you) \u00b7 read-only", "the title with 5 needs")
+                Path(project, ".bmad-plus/nexus/writer.lock").unlink()
+                wait_for(lambda: title() == "nexus (4 needs you) \u00b7 read-only", "the title with 4 needs")
+            except AssertionError as error:
+                raise AssertionError(f"{error}; the page's title: {title()!r}") from None
+            _press(driver, "i")  # the inbox works in the browser too
+            _wait_screen(driver, "Needs you: 4 in 1 project, oldest first")
+            [pid] = server.wait_sessions(1)
+            assert server.stop() == 0
+            assert not group_alive(pid)
+    finally:
+        driver.quit()  # type: ignore[attr-defined]
+
+
+def test_serve_with_ssh_shows_a_remote_project_in_the_browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nexus-tui serve --ssh HOST:PATH``: each browser session reaches the host (a real sshd on
+    127.0.0.1, tests/ssh_kit.py) and shows its project, its needs in the page's title."""
+    from ssh_kit import HOST, REMOTE_NEXUS, running_sshd
+
+    driver = _browser_or_skip()
+    project = build_demo(str(tmp_path / "far")).directory
+    try:
+        with running_sshd(tmp_path / "sshd") as sshd:
+            monkeypatch.setenv("NEXUS_SSH_COMMAND", sshd.ssh_command)
+            with served("--ssh", f"{HOST}:{project}", "--remote-nexus", REMOTE_NEXUS) as server:
+                driver.get(server.url)  # type: ignore[attr-defined]
+                _wait_screen(driver, "connected to testhost", "docs-site", "hotfix", "release")
+                wait_for(
+                    lambda: driver.title == "nexus (5 needs you) \u00b7 read-only",  # type: ignore[attr-defined]
+                    "the remote project's needs in the title",
+                )
+                [pid] = server.wait_sessions(1)
+                assert server.stop() == 0
+                assert not group_alive(pid)
+                # No ssh of the session is left behind (its multiplexed master included).
+                wait_for(lambda: not _ssh_clients_of(sshd.client_config), "the session's ssh processes to end")
+    finally:
+        driver.quit()  # type: ignore[attr-defined]
+
+
+def _ssh_clients_of(client_config: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                words = command_line(int(entry.name))
+                if words[0].endswith("ssh") and str(client_config) in words:
+                    found.append(int(entry.name))
+    return found

@@ -31,9 +31,11 @@ from typing import Any
 import pytest
 from process_support import command_task, make_project, write
 
-from nexus_core import canonical, engine, locks, paths, process, store
+from nexus_core import engine, paths
+from nexus_core.backend import process
+from nexus_core.cli.refusal import human_text, json_line
 from nexus_core.errors import NexusError
-from nexus_core.refusal import human_text, json_line
+from nexus_core.state import canonical, locks, store
 
 HOST = {"kind": "host", "id": "tester", "sessionId": "s1"}
 # A check's or worker's python runs as the real interpreter (the command's realpath), outside
@@ -786,7 +788,7 @@ def _owner_replaced_during_launch(kit: Kit) -> Call:
     write(
         script,
         (
-            f"import sys\nsys.path.insert(0, {CORE_HOME!r})\nfrom nexus_core import store\n"
+            f"import sys\nsys.path.insert(0, {CORE_HOME!r})\nfrom nexus_core.state import store\n"
             "run = store.load_run(sys.argv[1], 'r')\n"
             "run['tasks'][0]['attempts'][-1]['process']['status'] = 'finished'\n"
             "store.save_run(sys.argv[1], run)\n"
@@ -875,7 +877,7 @@ def _stale_receipt(kit: Kit) -> Call:
     write(
         kit.root / "checks" / "replace.py",
         (
-            f"import sys, uuid\nsys.path.insert(0, {CORE_HOME!r})\nfrom nexus_core import store\n"
+            f"import sys, uuid\nsys.path.insert(0, {CORE_HOME!r})\nfrom nexus_core.state import store\n"
             "run = store.load_run(sys.argv[1], 'r')\n"
             "run['tasks'][0]['attempts'][-1]['verification']['id'] = str(uuid.uuid4())\n"
             "store.save_run(sys.argv[1], run)\n"

@@ -28,7 +28,7 @@ from ssh_kit import (
 
 from nexus_core import observe_protocol as protocol
 from nexus_core.errors import NexusError
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_tui.logic import remote
 from nexus_tui.logic.remote import Connected, Lost, ObserverStream, Received, RemoteFailure, run_remote_action
 from nexus_tui.logic.ssh import SshHost, parse_remote, ssh_program
@@ -389,6 +389,22 @@ def test_ssh_failures_are_reported_in_ssh_s_own_words(
             assert "command not found" in lost.reason  # the remote shell's own words
     finally:
         close(observer)
+
+
+def test_what_the_remote_says_on_stderr_reaches_the_reason_terminal_safe(
+    shared_ssh_server: SshServer, tmp_path: Path, fast_reconnect: None
+) -> None:
+    """A remote that fails with escape sequences on stderr (a hostile shell profile, a broken
+    nexus): its words are in the reason, shown visibly, never raw."""
+    collector = Collector()
+    script = "printf 'nexus: broken \\033]52;c;AAAA\\007 \\033[2J here\\n' >&2; exit 3\n"
+    observer = stream(shared_ssh_server, fake_nexus(tmp_path, "loud", script), collector)
+    try:
+        lost = collector.wait_for(first_lost)
+    finally:
+        close(observer)
+    assert "nexus: broken \\x1b]52;c;AAAA\\x07 \\x1b[2J here" in lost.reason
+    assert not any(character in lost.reason for character in "\x1b\x07\n")
 
 
 def test_a_dropped_connection_is_retried_with_backoff_and_comes_back(

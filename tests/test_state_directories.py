@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from reliability_support import HOST_BACKEND, add_work, make_project, plan_for, tree_bytes, write_json
 
-from nexus_core import engine, store
-from nexus_core.state_dirs import problems
+from nexus_core import engine
+from nexus_core.state import store
+from nexus_core.state.state_dirs import problems
 from nexus_tui.logic.model import ProjectScanner
 from nexus_tui.widgets.render import status_text
 

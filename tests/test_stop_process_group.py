@@ -21,8 +21,9 @@ from typing import Any
 import process_support
 from project_kit import Project, plan, task_def
 
-from nexus_core import engine, observe, process
-from nexus_core.checks import TIMEOUT_TERMINATION
+from nexus_core import engine, observe
+from nexus_core.backend import process
+from nexus_core.backend.checks import TIMEOUT_TERMINATION
 from nexus_core.engine import INTERRUPTED_CHECK, STOPPED_CHECK
 
 HANG_SECONDS = 60.0  # only a hang takes this long

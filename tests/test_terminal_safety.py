@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from supervise_kit import Project, nexus_command, task_def, until
 
-from nexus_core import canonical
+from nexus_core.state import canonical
 from nexus_core.supervise import run_loop
 from nexus_core.terminal import is_terminal_safe, terminal_safe, terminal_safe_json
 

@@ -26,8 +26,9 @@ from reliability_support import (
     write_json,
 )
 
-from nexus_core import engine, observe, store
+from nexus_core import engine, observe
 from nexus_core.errors import NexusError
+from nexus_core.state import store
 
 OTHER_UID = 4242
 RUNS = ".bmad-plus/nexus/runs"
@@ -188,7 +189,7 @@ def test_run_file_of_another_user_is_refused_even_when_root_could_read_it(
 
 def lifecycle_under_umask_zero(root: Path, inputs: Path) -> None:
     """create ... accept and a lock recovery, each a CLI process started with umask 0."""
-    wrapper = "import os, sys; os.umask(0); from nexus_core.cli import main; sys.argv[0] = 'nexus'; main()"
+    wrapper = "import os, sys; os.umask(0); from nexus_core.cli.main import main; sys.argv[0] = 'nexus'; main()"
 
     def nexus(*args: str, input_value: dict[str, Any] | None = None, plan: Path | None = None) -> dict[str, Any]:
         command = [sys.executable, "-c", wrapper, *args, "--json", "-d", str(root)]

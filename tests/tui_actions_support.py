@@ -9,8 +9,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from nexus_core import canonical, engine
-from nexus_core.store import load_run
+from nexus_core import engine
+from nexus_core.state import canonical
+from nexus_core.state.store import load_run
 
 # The check of task T reads out/T/result.txt; it waits while a `hold` file exists (tests use
 # it to catch a verification mid-check). It takes the task id, not the artifact path: create

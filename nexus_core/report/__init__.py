@@ -120,8 +120,9 @@ def needs_a_person(snapshot: Snapshot, states: list[TaskState]) -> list[Need]:
     """What needs a person: a lock that blocks every change, then each task ``nexus wait``
     would stop for with exit 3 (an operator's decision) or 4 (its budget spent).
 
-    The one place the report decides this: it asks ``supervise.classify`` today, and is the one
-    function to point at the core's classifier of needs once there is one."""
+    The one place the report decides this: it asks ``supervise.classify``, whose categories come
+    from the core's one classifier (``nexus_core.needs.stand``), so the report, ``wait`` and the
+    dashboard agree on who must act."""
     needs: list[Need] = []
     stuck = lock_problem(snapshot)
     if stuck is not None:

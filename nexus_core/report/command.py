@@ -10,10 +10,10 @@ from typing import NoReturn
 
 import click
 
+from ..cli.output import write_bytes
+from ..cli.refusal import refuse
 from ..errors import NexusError
-from ..output import write_bytes
 from ..paths import root_of
-from ..refusal import refuse
 from ..supervise.command import run_click
 from ..supervise.events import _message
 from . import FORMATS, build_report, render

@@ -13,10 +13,10 @@ from typing import Any, NoReturn
 
 import click
 
-from .. import canonical
+from ..cli.output import write
+from ..cli.refusal import refuse
 from ..errors import NexusError
-from ..output import write
-from ..refusal import refuse
+from ..state import canonical
 from ..supervise.command import run_click
 from ..supervise.loop import LoopStop
 from ..terminal import terminal_safe, terminal_safe_json

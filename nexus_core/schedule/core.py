@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import ENGINE_PREFIX, NexusError
 from ..hostinfo import hostname, owner_gone, usable_pid
 from ..paths import root_of
-from ..store import check_state_file, run_path
+from ..state.store import check_state_file, run_path
 from ..timeutil import iso_from_ms
 from . import db
 from .rules import Rule, duration_text, parse_max_duration, parse_rule

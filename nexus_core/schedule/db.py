@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-from .. import state_dirs
 from ..errors import NexusError
 from ..paths import RefusedFile, open_regular
-from ..store import make_dirs, remove_made_dirs, unsafe_reason
+from ..state import state_dirs
+from ..state.store import make_dirs, remove_made_dirs, unsafe_reason
 from ..timeutil import iso_from_ms, now_ms
 from . import DB_REL
 

@@ -26,7 +26,16 @@ from .classify import (
     lock_problem,
     verdict_for,
 )
-from .events import Event, EventLog, Snapshot, derive_events, fingerprint, heartbeat_stale, render_event, take_snapshot
+from .events import (
+    Event,
+    EventLog,
+    Snapshot,
+    derive_events,
+    fingerprint,
+    heartbeat_stale,
+    render_event,
+    take_snapshot,
+)
 from .loop import LoopResult, LoopStop, busy_reason, parse_interval, run_loop, verify_candidates
 from .wait import WaitResult, summary_object, wait_for_run
 

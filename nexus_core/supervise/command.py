@@ -11,9 +11,9 @@ from typing import NoReturn
 
 import click
 
+from ..cli.output import write
+from ..cli.refusal import refuse
 from ..errors import NexusError
-from ..output import write
-from ..refusal import refuse
 from ..terminal import terminal_safe
 from .classify import EXIT_ERROR, EXIT_INTERRUPTED
 from .events import _message, json_line

@@ -12,15 +12,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .. import canonical
 from ..engine import latest
 from ..errors import NexusError
-from ..locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from ..observe import inspect_loaded
 from ..paths import read_regular
 from ..shapes import Attempt, Inspection, JsonObject, LockSnapshot, Observation, Task, Verification
 from ..snapshots import observational_hashes
-from ..store import BASE, parse_run, read_state_bytes, run_path
+from ..state import canonical
+from ..state.locks import LOCK_RECOVERY_DIR, RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
+from ..state.store import BASE, parse_run, read_state_bytes, run_path
 from ..terminal import terminal_safe_json
 from ..timeutil import iso_from_ms, now_ms
 

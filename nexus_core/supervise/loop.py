@@ -12,16 +12,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import canonical
 from ..engine import definition_of, latest
 from ..errors import NexusError
 from ..paths import root_of
 from ..shapes import JsonObject, Task
-from ..store import run_path
+from ..state import canonical
+from ..state.store import run_path
 from ..terminal import terminal_safe
 from ..timeutil import iso_from_ms, now_ms
 from .classify import _owner_gone, classify_run
-from .events import Emit, Snapshot, View, _dict, _short, derive_events, heartbeat_stale, render_event, take_snapshot
+from .events import (
+    Emit,
+    Snapshot,
+    View,
+    _dict,
+    _short,
+    derive_events,
+    heartbeat_stale,
+    render_event,
+    take_snapshot,
+)
 
 LOOP_TICK_CAP = 500
 LOOP_MIN_SECONDS = 30

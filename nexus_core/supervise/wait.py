@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .. import state_dirs
 from ..errors import NexusError
 from ..paths import root_of
 from ..shapes import JsonObject
-from ..store import BASE, run_path
+from ..state import state_dirs
+from ..state.store import BASE, run_path
 from ..timeutil import iso_from_ms, now_ms
 from .classify import (
     EXIT_ACCEPTED,

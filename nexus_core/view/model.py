@@ -17,16 +17,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from nexus_core import needs, observe, state_dirs
+from nexus_core import needs, observe
 from nexus_core.engine import is_active, latest
 from nexus_core.errors import explained
 from nexus_core.hostinfo import owner_liveness, usable_pid
-from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
 from nexus_core.needs import Need
 from nexus_core.paths import root_of
-from nexus_core.shapes import Inspection, JsonObject, LockSnapshot, Observation, Record, Run, Task, TaskDefinition
+from nexus_core.shapes import (
+    Inspection,
+    JsonObject,
+    LockSnapshot,
+    Observation,
+    Record,
+    Run,
+    Task,
+    TaskDefinition,
+)
 from nexus_core.snapshots import observational_hashes
-from nexus_core.store import RUNS, list_run_ids, list_temp_files, parse_run, read_state_bytes, run_path
+from nexus_core.state import state_dirs
+from nexus_core.state.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
+from nexus_core.state.store import RUNS, list_run_ids, list_temp_files, parse_run, read_state_bytes, run_path
 from nexus_core.timeutil import iso_from_ms, now_ms, parse_iso_ms
 
 NOT_STARTED = "not started"

@@ -29,7 +29,7 @@ import click
 
 from .. import __version__
 from .. import observe_protocol as protocol
-from ..store import BASE
+from ..state.store import BASE
 from ..terminal import terminal_safe
 from ..timeutil import now_iso
 from .codec import change_message, snapshot_message

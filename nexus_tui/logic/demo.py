@@ -3,7 +3,7 @@
 :func:`build_demo` is shared by ``nexus-tui --demo``, the tests, the screenshot script and the
 benchmarks. With ``seed`` and ``start`` it is deterministic (same ids, same times), which is
 what snapshots need. Only the final ``writer.lock`` is written by hand, byte for byte the way
-``nexus_core.locks`` publishes one, with a pid that cannot be alive.
+``nexus_core.state.locks`` publishes one, with a pid that cannot be alive.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from nexus_core import canonical, engine, process, timeutil
+from nexus_core import engine, timeutil
+from nexus_core.backend import process
 from nexus_core.errors import explained
 from nexus_core.hostinfo import hostname as this_hostname
-from nexus_core.locks import WRITER_LOCK
 from nexus_core.shapes import JsonObject
-from nexus_core.store import load_run, make_dirs
+from nexus_core.state import canonical
+from nexus_core.state.locks import WRITER_LOCK
+from nexus_core.state.store import load_run, make_dirs
 
 # Linux's PID_MAX_LIMIT: no process can have this pid, so a liveness probe always says dead.
 DEAD_PID = 4194304
@@ -285,7 +287,7 @@ def release_plan(with_process: bool) -> JsonObject:
 
 def _process_available() -> bool:
     try:
-        from nexus_core import process
+        from nexus_core.backend import process
 
         return hasattr(process, "interpret_output")  # the placeholder module has no supervisor
     except Exception:

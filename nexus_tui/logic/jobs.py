@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, NamedTuple
 
-from nexus_core.process_group import STOP_GRACE_SECONDS
+from nexus_core.backend.process_group import STOP_GRACE_SECONDS
 from nexus_core.words import json_word
 
 OUTPUT_LINES_KEPT = 5000  # per job; the oldest go first (the view says how many went)

@@ -10,18 +10,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from nexus_core import canonical, needs
+from nexus_core import needs
 from nexus_core.engine import latest
 from nexus_core.errors import NexusError, explained
 from nexus_core.hostinfo import hostname, owner_liveness
-from nexus_core.locks import (
-    LOCK_RECOVERY_DIR,
-    RECOVERY_LOCK,
-    WRITER_LOCK,
-    lock_snapshot,
-    recovery_lock_hint,
-    recovery_lock_removal,
-)
 from nexus_core.observe import inspect_loaded
 from nexus_core.paths import read_regular, root_of
 from nexus_core.plan import normalize_plan
@@ -37,8 +29,17 @@ from nexus_core.shapes import (
     Verification,
 )
 from nexus_core.snapshots import executable, files_snapshot, scope_snapshot
-from nexus_core.state_dirs import directory_problem
-from nexus_core.store import LOAD_LIMIT, RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
+from nexus_core.state import canonical
+from nexus_core.state.locks import (
+    LOCK_RECOVERY_DIR,
+    RECOVERY_LOCK,
+    WRITER_LOCK,
+    lock_snapshot,
+    recovery_lock_hint,
+    recovery_lock_removal,
+)
+from nexus_core.state.state_dirs import directory_problem
+from nexus_core.state.store import LOAD_LIMIT, RUN_ID, RUNS, list_run_ids, list_temp_files, load_run, run_path
 from nexus_core.timeutil import now_ms
 from nexus_core.words import json_word
 

@@ -20,8 +20,8 @@ from typing import Any, cast
 from nexus_core import observe_protocol as protocol
 from nexus_core.actions import MUTATIONS, Result
 from nexus_core.errors import NexusError
-from nexus_core.locks import WRITER_LOCK
 from nexus_core.shapes import LockSnapshot, Run
+from nexus_core.state.locks import WRITER_LOCK
 from nexus_core.terminal import terminal_safe
 from nexus_core.typed_json import DecodeError
 from nexus_core.view.codec import SnapshotReader

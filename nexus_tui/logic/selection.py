@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from nexus_core.shapes import Inspection
-from nexus_core.store import EXECUTIONS, INTEGRATIONS, VERIFICATIONS
+from nexus_core.state.store import EXECUTIONS, INTEGRATIONS, VERIFICATIONS
 
 from .model import STATE_ORDER, TaskRow
 

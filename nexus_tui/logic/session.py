@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nexus_core.store import BASE
+from nexus_core.state.store import BASE
 
 from .model import ProjectScanner, ProjectSnapshot, RunView, ScopeIndex
 

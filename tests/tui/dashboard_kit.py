@@ -234,7 +234,7 @@ def small_project(directory: Path, tasks: int = 3) -> str:
 
 def finish(root: str, run_id: str, task_id: str, summary: str = "done", accept: bool = True) -> None:
     """Produce the artifact, record completed, verify (and accept) through the real engine."""
-    from nexus_core.store import load_run
+    from nexus_core.state.store import load_run
 
     out = Path(root, "out", task_id)
     out.mkdir(parents=True, exist_ok=True)

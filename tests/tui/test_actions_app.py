@@ -303,7 +303,7 @@ async def test_a_core_error_is_an_error_notification_and_the_app_keeps_running(t
 async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
     """The issue's "done when": from the demo, clear the dead lock and bring every task to
     accepted or explicitly failed with keys and dialogs only."""
-    from nexus_core.store import load_run
+    from nexus_core.state.store import load_run
     from nexus_tui.logic import recovery
     from nexus_tui.logic.demo import build_demo
 

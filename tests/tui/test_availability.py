@@ -12,7 +12,8 @@ from project_kit import host_situations
 from tui_actions_support import make_project, process_task_plan, start, task_plan
 
 from nexus_core import actions as commands
-from nexus_core import observe, process
+from nexus_core import observe
+from nexus_core.backend import process
 from nexus_tui.logic.operations import OPERATIONS, Target
 from nexus_tui.logic.operations import place as operations_place
 from nexus_tui.logic.operations import process as process_operations

@@ -16,9 +16,10 @@ import pytest
 from dashboard_kit import HOST, finish, small_project
 from fixture_tools import FIXTURE_NAMES, relocate
 
-from nexus_core import canonical, engine, observe
+from nexus_core import engine, observe
 from nexus_core.observe import inspect_loaded
-from nexus_core.store import load_run
+from nexus_core.state import canonical
+from nexus_core.state.store import load_run
 from nexus_core.timeutil import parse_iso_ms
 from nexus_tui.logic.model import ProjectScanner, task_state
 

@@ -21,7 +21,7 @@ from dashboard_kit import (
 from fixture_tools import relocate
 
 from nexus_core import engine
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_core.timeutil import now_ms
 from nexus_tui import actions
 from nexus_tui.app import NexusApp

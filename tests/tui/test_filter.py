@@ -11,7 +11,7 @@ from dashboard_kit import loaded, quiet_app, row_keys
 from fixture_tools import relocate
 from textual.widgets import Static
 
-from nexus_core.store import EXECUTIONS, INTEGRATIONS, VERIFICATIONS
+from nexus_core.state.store import EXECUTIONS, INTEGRATIONS, VERIFICATIONS
 from nexus_tui.logic.model import NOT_STARTED, STATE_ORDER, TaskRow
 from nexus_tui.logic.selection import FILTER_STATES, parse_filter, row_matches
 from nexus_tui.screens.help import HelpScreen

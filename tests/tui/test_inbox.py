@@ -25,7 +25,7 @@ from tui_actions_support import (
 
 from nexus_core import engine
 from nexus_core.needs import SUPERVISOR_GONE
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_tui.app import NexusApp
 from nexus_tui.discover_app import DiscoverApp
 from nexus_tui.screens.dialogs import ActionDialog
@@ -157,7 +157,7 @@ async def test_the_overview_counts_each_projects_needs_and_opens_the_inbox(tmp_p
 async def test_a_dead_launch_supervisor_shows_in_its_row(tmp_path: Path) -> None:
     root = make_project(tmp_path, [process_task_plan("p")])
     (root / "hold-worker").write_text("")
-    launch = f"from nexus_core import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})"
+    launch = f"from nexus_core.backend import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})"
     supervisor = subprocess.Popen([sys.executable, "-c", launch], start_new_session=True)
     app = quiet_app([str(root)], tick=True)
     try:

@@ -46,8 +46,9 @@ from tui_actions_support import (
     write_result,
 )
 
-from nexus_core import engine, process, timeutil
+from nexus_core import engine, timeutil
 from nexus_core.attention import Looker
+from nexus_core.backend import process
 from nexus_core.needs import oldest_first
 from nexus_core.schedule import core as schedules
 from nexus_core.timeutil import now_ms

@@ -23,9 +23,9 @@ from tui_actions_support import make_project, process_task_plan, task_plan
 
 from nexus_core import needs
 from nexus_core.actions import MUTATIONS, allows
-from nexus_core.completion import _awaiting
+from nexus_core.cli.completion import _awaiting
 from nexus_core.observe import process_observation
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_core.supervise.classify import classify_run
 from nexus_core.timeutil import iso_from_ms
 from nexus_tui.logic import recovery

@@ -20,10 +20,10 @@ from textual.widgets._footer import FooterKey
 from tui_actions_support import make_project, start, task_plan
 
 from nexus_core import actions as core_actions
-from nexus_core import cli
+from nexus_core.cli import main as cli
 from nexus_core.preconditions import Check, require
 from nexus_core.shapes import Run
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_tui import actions
 from nexus_tui import app as app_module
 from nexus_tui.app import NexusApp

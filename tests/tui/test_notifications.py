@@ -90,6 +90,26 @@ async def test_a_burst_is_one_notification_saying_how_many(tmp_path: Path) -> No
     assert data == f"\x07\x1b]9;{text}\x1b\\"
 
 
+async def test_a_hostile_project_name_is_shown_visibly_in_the_notification(tmp_path: Path) -> None:
+    """The project's label is a directory name anyone could pick: in the desktop notification's
+    bytes its escape sequences are visible text that cannot end the OSC or start another."""
+    root = tmp_path / "evil\x1b]52;c;AAAA\x07\x1b\\x\x9b2J"
+    make_project(tmp_path, [task_plan("a")]).rename(root)  # its run is unreadable there: a need at start
+    app = quiet_app([str(root)], settings=Settings(notifications="desktop"))
+    written = _captured(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await _blur(app, pilot)
+        write_dead_writer_lock(root)
+        await _rescan(app, pilot, 2)
+        await eventually(pilot, lambda: bool(written))
+    [data] = written
+    text = app.notifier.sent[0]
+    assert data == f"\x1b]9;{text}\x1b\\"
+    assert text.startswith("nexus needs you: evil\\x1b]52;c;AAAA\\x07\\x1b\\x\\u009b2J: writer.lock")
+    assert not any(character in text for character in "\x1b\x07\x9b")
+
+
 async def test_settings_startup_off_and_always(tmp_path: Path) -> None:
     root = make_project(tmp_path, [task_plan("a"), task_plan("b")])
     start(root, "a")

@@ -28,9 +28,10 @@ from tui_actions_support import (
     write_result,
 )
 
-from nexus_core import canonical, engine
+from nexus_core import engine
 from nexus_core.errors import NexusError
-from nexus_core.store import load_run
+from nexus_core.state import canonical
+from nexus_core.state.store import load_run
 from nexus_core.timeutil import now_ms
 from nexus_tui.logic import operations as ops
 from nexus_tui.logic import recovery
@@ -161,7 +162,7 @@ def test_process_with_a_stale_heartbeat_and_a_dead_supervisor(tmp_path: Path) ->
         [
             sys.executable,
             "-c",
-            f"from nexus_core import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})",
+            f"from nexus_core.backend import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})",
         ],
         start_new_session=True,
     )
@@ -188,7 +189,7 @@ def test_process_with_a_stale_heartbeat_and_a_dead_supervisor(tmp_path: Path) ->
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(supervisor.pid, signal.SIGKILL)
-        # The launched child leads its own process group (nexus_core/process_group.py).
+        # The launched child leads its own process group (nexus_core/backend/process_group.py).
         with contextlib.suppress(ProcessLookupError, UnboundLocalError):
             os.killpg(child, signal.SIGKILL)
     _wait_for(lambda: not _alive(child))
@@ -287,7 +288,7 @@ def test_dead_writer_lock_then_recover_lock(tmp_path: Path) -> None:
 
 
 def test_live_writer_lock_is_not_a_situation(tmp_path: Path) -> None:
-    from nexus_core.locks import writer_lock
+    from nexus_core.state.locks import writer_lock
 
     root = make_project(tmp_path)
     with writer_lock(str(root)):

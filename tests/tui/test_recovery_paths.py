@@ -30,7 +30,7 @@ from tui_actions_support import (
 )
 
 from nexus_core import engine, needs, observe
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_core.timeutil import now_ms
 from nexus_tui.logic import operations as ops
 from nexus_tui.logic import recovery
@@ -104,7 +104,7 @@ def alive(pid: int) -> bool:
 def test_killed_launch_reconciled_verified_accepted(tmp_path: Path) -> None:
     root = make_project(tmp_path, [process_task_plan("p")])
     (root / "hold-worker").write_text("")
-    launch = f"from nexus_core import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})"
+    launch = f"from nexus_core.backend import process; process.launch_task({str(root)!r}, 'demo', 'p', {{}})"
     supervisor = subprocess.Popen([sys.executable, "-c", launch], start_new_session=True)
     try:
         child = wait_for(lambda: (latest(root, "p").get("process") or {}).get("childPid") if _started(root) else None)
@@ -175,7 +175,7 @@ def test_dead_writer_lock_recovered(tmp_path: Path) -> None:
 
 
 def _locks(root: Path) -> tuple[Any, Any]:
-    from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
+    from nexus_core.state.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 
     return lock_snapshot(str(root), WRITER_LOCK), lock_snapshot(str(root), RECOVERY_LOCK)
 

@@ -21,7 +21,7 @@ from test_actions_app import _fill, _open
 from textual.pilot import Pilot
 
 from nexus_core import engine
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 from nexus_tui import actions
 from nexus_tui.app import NexusApp
 from nexus_tui.logic import remote

@@ -16,6 +16,7 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 from tui_actions_support import make_project, task_plan
 
+from nexus_tui import actions
 from nexus_tui.logic.settings import Settings, default_path, load, parse
 from nexus_tui.screens.help import help_text
 from nexus_tui.screens.inbox import InboxScreen
@@ -53,6 +54,12 @@ BAD = [
         "acceptance, attempts, stale, overdue, observed (a leading '-' sorts descending)",
     ),
     ('theme = "nope"\n', "line 1, theme: unknown theme 'nope' (one of: "),
+    # The timeline's and the jobs view's keys are checked on their own screens too.
+    (
+        '[keys]\ntimeline_zoom_in = "minus"\n',
+        "line 2, keys.timeline_zoom_in: the key 'minus' is already the key of 'timeline_zoom_out'",
+    ),
+    ('[keys]\njobs_stop = "f"\n', "line 2, keys.jobs_stop: the key 'f' is already the key of 'jobs_find'"),
 ]
 
 
@@ -127,3 +134,10 @@ async def test_key_overrides_theme_and_sort_apply_everywhere(tmp_path: Path) -> 
         assert "ctrl+b" in help_words and "  i  " not in help_words
         palette = {command.title: command.help for command in app.get_system_commands(app.screen)}
         assert palette["Inbox"].endswith("Key: ctrl+b.")
+
+
+def test_the_readme_names_every_binding_id_a_key_override_takes() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    listed = readme[readme.index("Binding ids are the registry's") : readme.index("show the effective keys")]
+    overridable = [entry.id for entry in actions.REGISTRY if entry.keys]
+    assert [binding_id for binding_id in overridable if f"`{binding_id}`" not in listed] == []

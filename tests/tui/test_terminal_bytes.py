@@ -22,7 +22,7 @@ from tui_actions_support import CHECK as CHECK_B
 from tui_actions_support import task_plan, write_result
 
 from nexus_core import engine
-from nexus_core.store import load_run
+from nexus_core.state.store import load_run
 
 TMUX = shutil.which("tmux")
 if TMUX is None:

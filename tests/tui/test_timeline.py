@@ -25,7 +25,19 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from nexus_core import engine, timeutil
-from nexus_core.timeline import BODIES, HEAD, MARKS, MINUTE, OVERDUE, STALE_SPAN, Bar, Lane, Mark, Timeline, tick_step
+from nexus_core.timeline import (
+    BODIES,
+    HEAD,
+    MARKS,
+    MINUTE,
+    OVERDUE,
+    STALE_SPAN,
+    Bar,
+    Lane,
+    Mark,
+    Timeline,
+    tick_step,
+)
 from nexus_tui.logic import timeline as layout
 from nexus_tui.logic.demo import DemoInfo
 from nexus_tui.screens.timeline import TimelineScreen

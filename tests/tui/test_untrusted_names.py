@@ -24,8 +24,9 @@ from textual.app import App
 from textual.command import CommandPalette
 from tui_actions_support import CHECK, HOST, WORKER, task_plan, write_result
 
-from nexus_core import canonical, engine, store
+from nexus_core import engine
 from nexus_core.schedule import core as schedules
+from nexus_core.state import canonical, store
 from nexus_tui import actions
 from nexus_tui.app import NexusApp
 from nexus_tui.discover_app import DiscoverApp

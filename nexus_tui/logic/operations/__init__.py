@@ -16,10 +16,10 @@ from typing import Any, cast
 
 from nexus_core.engine import Progress
 from nexus_core.errors import NexusError, explained
-from nexus_core.locks import RECOVERY_LOCK, lock_snapshot
 from nexus_core.paths import root_of
 from nexus_core.shapes import JsonObject, LockSnapshot, Run
-from nexus_core.store import load_run
+from nexus_core.state.locks import RECOVERY_LOCK, lock_snapshot
+from nexus_core.state.store import load_run
 from nexus_core.timeutil import now_iso
 
 from .base import (

@@ -20,10 +20,10 @@ from typing import Any, ClassVar
 from nexus_core import actions as commands
 from nexus_core.actions import Result
 from nexus_core.hostinfo import hostname, owner_liveness
-from nexus_core.locks import WRITER_LOCK
 from nexus_core.paths import text_ok
 from nexus_core.preconditions import FACT_WORDS, task_facts
 from nexus_core.shapes import Attempt, Backend, LockSnapshot, Run, Task, TaskDefinition
+from nexus_core.state.locks import WRITER_LOCK
 from nexus_core.words import json_word
 
 from .place import LocalPlace, Place

@@ -8,7 +8,7 @@ from typing import Any
 from nexus_core.actions import Result
 from nexus_core.paths import root_of
 from nexus_core.shapes import Run
-from nexus_core.store import run_path
+from nexus_core.state.store import run_path
 
 from .base import Operation, Preview, Seen, Target, TargetChanged
 

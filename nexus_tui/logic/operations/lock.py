@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from nexus_core.actions import Result
-from nexus_core.locks import RECOVERY_LOCK, WRITER_LOCK
 from nexus_core.shapes import LockSnapshot, Run
+from nexus_core.state.locks import RECOVERY_LOCK, WRITER_LOCK
 
 from .base import (
     FINGERPRINT_CHARS,

@@ -10,10 +10,10 @@ from typing import Any, Protocol
 
 from nexus_core import actions as mutations
 from nexus_core.actions import Progress, Result, StopAsked
-from nexus_core.locks import lock_snapshot
 from nexus_core.paths import root_of
 from nexus_core.shapes import LockSnapshot, Run
-from nexus_core.store import load_run
+from nexus_core.state.locks import lock_snapshot
+from nexus_core.state.store import load_run
 
 
 class Place(Protocol):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from nexus_core.actions import Result
-from nexus_core.process import receipt_file_status
+from nexus_core.backend.process import receipt_file_status
 from nexus_core.shapes import Attempt, Run
 from nexus_core.words import json_word
 

@@ -9,15 +9,17 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from . import actions, canonical, output, refusal
-from .errors import NexusError, hint_of
-from .state_dirs import UnsafeDirectory
+from .. import actions
+from ..errors import NexusError, hint_of
+from ..state import canonical
+from ..state.state_dirs import UnsafeDirectory
+from . import output, refusal
 
 
 def terminal_safe(value: object, *, one_line: bool = False) -> str:
     """nexus_core.terminal's, imported on first use: a --json call prints none of it (its
     patterns cost some 0.5 ms to compile on every call)."""
-    from .terminal import terminal_safe as safe
+    from ..terminal import terminal_safe as safe
 
     return safe(value, one_line=one_line)
 
@@ -121,7 +123,7 @@ def dispatch(
     if command is not None and command.kind == "inspect" and task is None:
         if input_file is not None or plan is not None:
             raise NexusError("inspect is read-only and takes no input file.")
-        from . import observe
+        from .. import observe
 
         return observe.inspect_run(directory, run)
     if command is not None and command.kind == "mutation" and not command.per_task and run is None and task is None:

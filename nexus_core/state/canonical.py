@@ -27,7 +27,7 @@ from json.encoder import encode_basestring as _quote  # the C version when avail
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .shapes import JsonObject
+    from ..shapes import JsonObject
 
 # orjson is imported only once state is large enough to pay for it: its import (it pulls in
 # dataclasses, inspect, ast...) costs some 10 ms, more than it saves on a small run.

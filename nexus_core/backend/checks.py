@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import canonical
-from .paths import directory_at
-from .shapes import CheckDefinition, CheckReceipt, JsonObject
-from .timeutil import now_iso
+from ..paths import directory_at
+from ..shapes import CheckDefinition, CheckReceipt, JsonObject
+from ..state import canonical
+from ..timeutil import now_iso
 
 if TYPE_CHECKING:
     import subprocess

@@ -26,9 +26,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, cast
 
-from . import canonical, process_group
-from .checks import check_environment, signal_name
-from .engine import (
+from ..engine import (
     Progress,
     WriterBusy,
     backend_identity,
@@ -38,16 +36,27 @@ from .engine import (
     mutate,
     task_of,
 )
-from .errors import NexusError, fail, message_of
-from .hostinfo import hostname, pid
-from .paths import directory_at, read_regular, root_of, safe_target
-from .plan import input_bytes
-from .preconditions import COLLECT_READY, COLLECT_UNRECONCILED, LAUNCH, LAUNCH_CONTRACT, require, task_facts
+from ..errors import NexusError, fail, message_of
+from ..hostinfo import hostname, pid
+from ..paths import directory_at, read_regular, root_of, safe_target
+from ..plan import input_bytes
+from ..preconditions import COLLECT_READY, COLLECT_UNRECONCILED, LAUNCH, LAUNCH_CONTRACT, require, task_facts
+from ..shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
+from ..snapshots import protected_snapshot, scope_snapshot
+from ..state import canonical
+from ..state.store import (
+    RECEIPTS_DIR,
+    RUN_ID,
+    StateNotWritten,
+    atomic_write,
+    load_run,
+    run_path,
+    unsafe_reason,
+)
+from ..timeutil import now_iso, now_ms, parse_iso_ms
+from . import process_group
+from .checks import check_environment, signal_name
 from .process_group import group_alive
-from .shapes import Attempt, Backend, JsonObject, Run, Task, TaskDefinition
-from .snapshots import protected_snapshot, scope_snapshot
-from .store import RECEIPTS_DIR, RUN_ID, StateNotWritten, atomic_write, load_run, run_path, unsafe_reason
-from .timeutil import now_iso, now_ms, parse_iso_ms
 
 POLL_SECONDS = 0.1
 HEARTBEAT_SECONDS = 1.0

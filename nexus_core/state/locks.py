@@ -8,11 +8,12 @@ import os
 import stat
 from collections.abc import Iterator
 
+from ..errors import NexusError, fail
+from ..hostinfo import hostname, owner_liveness, pid
+from ..paths import RefusedFile, read_regular, safe_target
+from ..shapes import JsonObject, LockSnapshot, Owner
+from ..timeutil import now_iso
 from . import canonical, state_dirs
-from .errors import NexusError, fail
-from .hostinfo import hostname, owner_liveness, pid
-from .paths import RefusedFile, read_regular, safe_target
-from .shapes import JsonObject, LockSnapshot, Owner
 from .store import (
     BASE,
     LOCK_RECOVERY_DIR,
@@ -23,7 +24,6 @@ from .store import (
     remove_made_dirs,
     unsafe_reason,
 )
-from .timeutil import now_iso
 
 WRITER_LOCK = BASE + "/writer.lock"
 RECOVERY_LOCK = BASE + "/recovery.lock"
@@ -242,7 +242,7 @@ def recovery_lock_hint(snapshot: LockSnapshot | None, root: str) -> str | None:
 
 
 def recover_lock(root: str, options: JsonObject) -> JsonObject:
-    from .validate import text
+    from ..validate import text
 
     note = text(options.get("note"), "Recovery observation")
     with recovery_lock(root):

@@ -25,11 +25,11 @@ import click
 from click.core import ParameterSource
 from click.shell_completion import CompletionItem, FishComplete, add_completion_class, shell_complete
 
-from . import actions
-from .errors import NexusError
-from .preconditions import latest_attempt, plan_of, records, verification_status
-from .shapes import Record
-from .terminal import terminal_safe
+from .. import actions
+from ..errors import NexusError
+from ..preconditions import latest_attempt, plan_of, records, verification_status
+from ..shapes import Record
+from ..terminal import terminal_safe
 
 Completer = Callable[[click.Context, str], list[CompletionItem]]
 
@@ -66,7 +66,7 @@ def _directory(ctx: click.Context) -> str:
 
 
 def _run_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-    from .store import list_run_ids
+    from ..state.store import list_run_ids
 
     try:
         ids = list_run_ids(_directory(ctx))
@@ -77,7 +77,7 @@ def _run_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
 
 def _readable_run(root: str, run_id: str) -> tuple[Record | None, bool]:
     """(the run as far as it can be read, whether the core would load it). Read-only: no lock."""
-    from . import store
+    from ..state import store
 
     _path, raw = store.read_state_bytes(root, run_id)
     try:
@@ -95,7 +95,7 @@ def _readable_run(root: str, run_id: str) -> tuple[Record | None, bool]:
 
 
 def _task_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-    from .store import RUN_ID
+    from ..state.store import RUN_ID
 
     run_id = ctx.params.get("run")
     if not isinstance(run_id, str) or not RUN_ID.match(run_id):
@@ -126,8 +126,8 @@ def _task_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
 def _awaiting(run: Record, action: str) -> set[str]:
     """The tasks whose need's guided action is ``action`` (the classifier's, on the run file
     alone: stale evidence, which needs hashing, is not looked for)."""
-    from .needs import stand_run
-    from .timeutil import now_ms
+    from ..needs import stand_run
+    from ..timeutil import now_ms
 
     try:
         standings = stand_run(run, {}, now_ms())  # type: ignore[arg-type]

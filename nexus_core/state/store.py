@@ -11,11 +11,11 @@ from _thread import get_ident  # not threading: a read-only inspect never needs 
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, cast
 
+from ..errors import NexusError, fail
+from ..paths import FileTooLarge, RefusedFile, probe_state_dir, read_regular, safe_target
+from ..shapes import JsonObject, Run
+from ..timeutil import now_iso
 from . import canonical, state_dirs
-from .errors import NexusError, fail
-from .paths import FileTooLarge, RefusedFile, probe_state_dir, read_regular, safe_target
-from .shapes import JsonObject, Run
-from .timeutil import now_iso
 
 BASE = ".bmad-plus/nexus"
 RUNS = BASE + "/runs"
@@ -475,7 +475,7 @@ LOCK_TEMP = re.compile(r"\.(?:writer|recovery)\.lock\.([0-9]{1,10})\.[0-9a-f-]{3
 def _dead_lock_temps(root: str) -> list[str]:
     """Lock temporaries whose publishing process has exited. A live one is never listed: its
     owner may still be about to link it into place."""
-    from .hostinfo import pid_liveness
+    from ..hostinfo import pid_liveness
 
     try:
         names = os.listdir(os.path.join(root, BASE))
@@ -513,7 +513,7 @@ def _dead_owned_temps(root: str, rel: str, depth: int) -> list[str]:
     entries = _directory_entries(root, rel)
     if entries is None:
         return []
-    from .hostinfo import pid_liveness
+    from ..hostinfo import pid_liveness
 
     fd, names = entries
     found: list[str] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from . import canonical
+from ..state import canonical
 from .output import write
 
 PREFIX = "Nexus: "
@@ -31,7 +31,7 @@ def json_line(message: str, hint: str | None, *, ours: bool = False) -> str:
     like all our JSON (``terminal_safe_json``)."""
     line = canonical.compact(envelope(message, hint))
     if ours:
-        from .terminal import terminal_safe_json
+        from ..terminal import terminal_safe_json
 
         line = terminal_safe_json(line)
     return line + "\n"
@@ -39,7 +39,7 @@ def json_line(message: str, hint: str | None, *, ours: bool = False) -> str:
 
 def human_text(message: str, hint: str | None, prefix: str = PREFIX) -> str:
     """``Nexus: <message>`` on its own line, then each line of the hint."""
-    from .terminal import terminal_safe  # its patterns cost some 0.5 ms: only when refusing
+    from ..terminal import terminal_safe  # its patterns cost some 0.5 ms: only when refusing
 
     lines = [prefix + terminal_safe(message, one_line=True)]
     lines += [terminal_safe(line, one_line=True) for line in (hint or "").splitlines()]
@@ -60,7 +60,7 @@ def report(message: str, hint: str | None, as_json: bool, *, human_too: bool = F
 
 def refuse(error: BaseException, as_json: bool, *, human_too: bool = False, ours: bool = False) -> NoReturn:
     """Print ``error`` as a refusal (its exact message, its hint) and exit 1."""
-    from .errors import hint_of, message_of
+    from ..errors import hint_of, message_of
 
     if isinstance(error, BrokenPipeError):
         raise error  # the output's reader has gone: output.broken_pipe's quiet end, not a refusal

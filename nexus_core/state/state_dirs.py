@@ -14,7 +14,7 @@ import os
 import stat
 from typing import NamedTuple
 
-from .errors import NexusError
+from ..errors import NexusError
 
 BMAD = ".bmad-plus"
 NEXUS = ".bmad-plus/nexus"

@@ -15,11 +15,11 @@ import os
 import stat
 from typing import Any
 
-from . import canonical
-from .errors import NexusError
-from .paths import FileTooLarge, open_regular
-from .shapes import JsonObject
-from .store import unsafe_reason
+from ..errors import NexusError
+from ..paths import FileTooLarge, open_regular
+from ..shapes import JsonObject
+from ..state import canonical
+from ..state.store import unsafe_reason
 
 INPUT_LIMIT = 1048576
 STDIN = "-"  # --input -: the JSON on standard input
