@@ -30,6 +30,9 @@ MAIN = "main"
 SCHEDULES = "schedules"  # the schedules panel (w): screens/schedules.py
 TIMELINE = "timeline"  # a run's timeline (t): screens/timeline.py
 JOBS = "jobs"  # the jobs view (J): screens/jobs.py
+# The runs list and the task table (widgets/keyed_table.py): bound on the focused table, so they
+# share the main screen's keys (keymap_clash checks them together).
+TABLE = "table"
 READ_ONLY_REFUSAL = "The dashboard is read-only (--read-only): no action changes state."
 
 
@@ -78,7 +81,13 @@ def _no_lock(selection: Selection) -> str | None:
 
 REGISTRY: list[ActionSpec] = [
     ActionSpec("help", "question_mark,f1", "Help", "Show every key, the filter syntax and the state legend."),
-    ActionSpec("filter", "slash", "Filter", "Filter tasks: state:stale, state:overdue, task:NAME, or free text."),
+    ActionSpec(
+        "filter",
+        "slash",
+        "Filter",
+        "Filter tasks: state:stale, state:overdue, task:NAME, or free text; the other runs' matching tasks "
+        "are listed under it (↓ picks one, Enter goes there).",
+    ),
     ActionSpec("clear_filter", "", "Clear filter", "Show every task again.", footer=False),
     ActionSpec("sort", "s", "Sort", "Sort the focused table by the next column (click a header to pick one)."),
     ActionSpec("reverse_sort", "S", "Reverse", "Reverse the sort order of the focused table.", footer=False),
@@ -177,6 +186,45 @@ REGISTRY: list[ActionSpec] = [
 ]
 
 
+# Moving around: in the focused table (TABLE), and across the project by id or by need.
+_MOVE = "Move"
+REGISTRY += [
+    ActionSpec(f"{name}", keys, label, words, footer=False, palette=False, group=_MOVE, action=action, screen=TABLE)
+    for name, keys, label, words, action in (
+        ("row_down", "j", "Row down", "Move down in the focused table (as ↓).", "cursor_down"),
+        ("row_up", "k", "Row up", "Move up in the focused table (as ↑).", "cursor_up"),
+        ("first_row", "g,home", "First row", "Go to the first row of the focused table.", "scroll_top"),
+        ("last_row", "G,end", "Last row", "Go to the last row of the focused table.", "scroll_bottom"),
+    )
+]
+REGISTRY += [
+    ActionSpec(
+        "jump",
+        "colon",
+        "Jump",
+        "Jump to a run or a task by id: RUN, RUN/TASK, or a task id that one run only has (Tab completes).",
+        group=_MOVE,
+        footer=False,
+    ),
+    ActionSpec(
+        "next_need",
+        "n",
+        "Next need",
+        "Go to the next task that needs attention in this project (what the inbox lists), wrapping round.",
+        group=_MOVE,
+        footer=False,
+    ),
+    ActionSpec(
+        "previous_need",
+        "N",
+        "Prev need",
+        "Go to the previous task that needs attention in this project.",
+        group=_MOVE,
+        footer=False,
+    ),
+]
+
+
 def _invalid_now(operation: Operation) -> Unavailable:
     """Why the core would refuse ``operation`` for the selection, or None: its state checks,
     asked (no hashing, no file read); the dialog re-reads the state and the core decides."""
@@ -213,7 +261,7 @@ REGISTRY += [operation_entry(operation) for operation in OPERATIONS.values() if 
 REGISTRY += [
     ActionSpec(
         "recovery_guide",
-        "g",
+        "R",
         "Recovery",
         "Guided recovery: every situation that needs an operator, what to check, the safe next step.",
         group=_ACT,
@@ -340,7 +388,10 @@ def bindings(entries: Iterable[ActionSpec] | None = None, screen: str = MAIN) ->
                 tooltip=entry.help,
             )
         )
-        result.append(Binding(entry.keys, f"explain({entry.id!r})", show=False, priority=entry.priority, id=entry.id))
+        if entry.screen != TABLE:  # a move in a table is never refused
+            result.append(
+                Binding(entry.keys, f"explain({entry.id!r})", show=False, priority=entry.priority, id=entry.id)
+            )
     return result
 
 
@@ -384,7 +435,8 @@ def keymap_clash(keymap: Mapping[str, str]) -> tuple[str, str, str] | None:
     two entries of one screen on a key, or an entry on a key the dashboard reserves."""
     for screen in dict.fromkeys(entry.screen for entry in REGISTRY):  # main, panels, timeline, jobs
         owner: dict[str, str] = {}
-        entries = [entry for entry in REGISTRY if entry.screen == screen]
+        # A table's keys are pressed on the main screen: one namespace with it.
+        entries = [entry for entry in REGISTRY if entry.screen == screen or (screen == MAIN and entry.screen == TABLE)]
         # The overridden entries last: the clash is reported on the key the operator chose.
         for entry in sorted(entries, key=lambda e: e.id in keymap):
             for key in effective_keys(entry, keymap).split(","):
@@ -447,6 +499,9 @@ def key_label(keys: str) -> str:
         "escape": "Esc",
         "enter": "Enter",
         "tab": "Tab",
+        "colon": ":",
+        "home": "Home",
+        "end": "End",
     }
     return ", ".join(
         names.get(k, k.upper() if k.startswith("f") and k[1:].isdigit() else k) for k in keys.split(",") if k

@@ -700,6 +700,43 @@ class NexusApp(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.settings.keys))
 
+    def action_jump(self) -> None:
+        """``:``: a run or a task by id, with completion (screens/jump.py)."""
+        from .logic.navigation import jump_candidates
+        from .screens.jump import JumpScreen
+
+        pane = self.pane
+        candidates = jump_candidates(pane.session.snapshot)
+        if not candidates:
+            self.notify("No run to jump to yet.", timeout=3)
+            return
+
+        def go(chosen: Any) -> None:
+            if chosen is not None and self.pane is pane:
+                pane.select(chosen.run_id, chosen.task_id)
+                if chosen.task_id is None:
+                    pane.runs.focus()
+
+        self.push_screen(JumpScreen(candidates, pane.session.label), callback=go)
+
+    def action_next_need(self) -> None:
+        self._step_need(1)
+
+    def action_previous_need(self) -> None:
+        self._step_need(-1)
+
+    def _step_need(self, step: int) -> None:
+        """``n``/``N``: the next or previous task whose row carries a need (the core's classifier,
+        the inbox's needs), across the project's runs in the order shown."""
+        from .logic.navigation import next_need
+
+        pane = self.pane
+        found = next_need(pane.shown_order(), (pane.run_id or "", pane.task_id), step)
+        if found is None:
+            self.notify("No task needs attention in this project.", timeout=3)
+            return
+        pane.select(*found)
+
     def action_filter(self) -> None:
         self.pane.open_filter()
 

@@ -45,6 +45,7 @@ class DashboardOptions:
     config: str | None = None
     remote: tuple[str, ...] = ()  # --ssh HOST:PATH, as given
     remote_nexus: str = "nexus"  # --remote-nexus CMD
+    keep_demo: bool = False  # --keep-demo: the demo project stays after the dashboard ends
 
 
 def remote_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -126,7 +127,12 @@ def directory_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[
 @directory_option("Project directory (repeat for several tabs; default: the current directory).")
 @click.option("--poll", is_flag=True, help="No file watcher: rescan every second instead.")
 @click.option("--read-only", "read_only", is_flag=True, help="Disable every action that changes state.")
-@click.option("--demo", is_flag=True, help="Build a demo project in a temporary directory (real core) and open it.")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Build a demo project in a temporary directory (real core) and open it; it is removed on exit.",
+)
+@click.option("--keep-demo", "keep_demo", is_flag=True, help="With --demo: keep the demo project and print where.")
 @discover_options
 @remote_options
 @click.option(
@@ -142,14 +148,26 @@ def dashboard(
     poll: bool,
     read_only: bool,
     demo: bool,
+    keep_demo: bool,
     discover: str | None,
     discover_depth: int,
     remote: tuple[str, ...],
     remote_nexus: str,
     config: str | None,
 ) -> int:
+    if keep_demo and not demo:
+        _usage_error("--keep-demo goes with --demo.")
     options = DashboardOptions(
-        directories, poll, read_only, demo, discover, discover_depth, config, remote=remote, remote_nexus=remote_nexus
+        directories,
+        poll,
+        read_only,
+        demo,
+        discover,
+        discover_depth,
+        config,
+        remote=remote,
+        remote_nexus=remote_nexus,
+        keep_demo=keep_demo,
     )
     ctx.obj = options
     if ctx.invoked_subcommand is not None:
@@ -158,18 +176,48 @@ def dashboard(
 
 
 def run_dashboard(options: DashboardOptions) -> int:
-    """Open the dashboard on ``options``; the exit status (1 with a ``Nexus:`` line on bad input)."""
-    directories = list(options.directories)
+    """Open the dashboard on ``options``; the exit status (1 with a ``Nexus:`` line on bad input).
+    ``--demo``'s temporary project is removed however the dashboard ends (quit, Ctrl+C, SIGTERM,
+    SIGHUP, a crash), unless ``--keep-demo``; only SIGKILL leaves it behind."""
     demo_dir = None
     if options.demo:
         import tempfile
 
         # Built by the dashboard once its first frame is on screen (progress shown there).
         demo_dir = os.path.realpath(tempfile.mkdtemp(prefix="nexus-demo-"))
+    app: NexusApp | None = None
+    try:
+        status, app = _open_dashboard(options, demo_dir)
+    finally:
+        if demo_dir is not None and not options.keep_demo:
+            _remove_demo(demo_dir, app)
+    if demo_dir is not None and options.keep_demo and app is not None and app.demo_error is None:
+        print(f"The demo project is kept in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
+    if app is None:
+        return status
+    end_process(status)
+
+
+def _remove_demo(directory: str, app: NexusApp | None) -> None:
+    """Stop the demo's builder (it writes there) and delete the demo project; say if it stays."""
+    from .logic.demo import remove_demo
+
+    if app is not None and app.demo is not None:
+        app.demo.stop(wait=True)
+    problem = remove_demo(directory)
+    if problem is not None:
+        print(f"Nexus: could not remove the demo project {directory}: {problem}", file=sys.stderr)
+
+
+def _open_dashboard(options: DashboardOptions, demo_dir: str | None) -> tuple[int, NexusApp | None]:
+    """Check the options and run the dashboard: the exit status, and the app (None when the
+    options were refused before it started)."""
+    directories = list(options.directories)
+    if demo_dir is not None:
         directories = [demo_dir, *directories]
     remote = remote_projects(options.remote)
     if remote is None:
-        return 1
+        return 1, None
     if options.discover is None and not remote:
         directories = directories or [os.getcwd()]
     for directory in directories:
@@ -179,10 +227,10 @@ def run_dashboard(options: DashboardOptions) -> int:
             from nexus_core.errors import hint_of, message_of
 
             sys.stderr.write(human_text(message_of(problem), hint_of(problem)))
-            return 1
+            return 1, None
     settings = load_settings(options.config)
     if settings is None:
-        return 1
+        return 1, None
     from .app import NexusApp
     from .logic.demo import DemoBuild
 
@@ -190,7 +238,7 @@ def run_dashboard(options: DashboardOptions) -> int:
     if options.discover is not None:
         if not os.path.isdir(options.discover):
             print(f"Nexus: not a directory: {options.discover}", file=sys.stderr)
-            return 1
+            return 1, None
         from .discover_app import DiscoverApp
 
         app: NexusApp = DiscoverApp(
@@ -214,14 +262,11 @@ def run_dashboard(options: DashboardOptions) -> int:
             remote=remote,
             remote_nexus=options.remote_nexus,
         )
-    run_until_quit(app)
-    status = 0
+    status = run_until_quit(app)
     if app.demo_error is not None:
         print(f"Nexus: could not build the demo: {terminal_safe(app.demo_error, one_line=True)}", file=sys.stderr)
         status = 1
-    elif demo_dir:
-        print(f"The demo project is in {demo_dir} (try: nexus inspect -d {demo_dir}); delete it when done.")
-    end_process(status)
+    return status, app
 
 
 def load_settings(path: str | None) -> Any:
@@ -246,17 +291,29 @@ def load_settings(path: str | None) -> Any:
     return settings
 
 
-def run_until_quit(app: NexusApp) -> None:
+def run_until_quit(app: NexusApp) -> int:
     """Run ``app`` on a loop of its own. ``asyncio.run`` (what ``App.run`` uses by default)
     would then join the loop's thread pool: a worker thread blocked in a read (a hung network
-    filesystem, a device) would hold the quit forever after the screen was restored."""
+    filesystem, a device) would hold the quit forever after the screen was restored. SIGTERM
+    and SIGHUP end the app like a quit (the terminal restored, ``--demo``'s project removed);
+    the exit status is then 128 + the signal's number, as a shell reports it."""
     import asyncio
+    import signal
 
     loop = asyncio.new_event_loop()
+    ended_by: list[int] = []
+
+    def end(signal_number: int) -> None:
+        ended_by.append(signal_number)
+        app.exit()
+
+    for signal_number in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signal_number, end, signal_number)
     try:
         app.run(loop=loop)
     finally:
         loop.close()  # shuts its thread pool down without waiting for it
+    return 128 + ended_by[0] if ended_by else 0
 
 
 def end_process(status: int) -> NoReturn:

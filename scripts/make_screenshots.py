@@ -62,7 +62,7 @@ async def open_dialog(pilot: Pilot[None], key: str) -> None:
 
 
 async def open_guide(pilot: Pilot[None], kind: str | None = None) -> None:
-    await pilot.press("g")
+    await pilot.press("R")
     await until(pilot, lambda: isinstance(pilot.app.screen, RecoveryListScreen))
     if kind is None:
         return

@@ -177,7 +177,8 @@ def test_the_source_scripts_are_printed_for_every_shell(tmp_path: Path) -> None:
 
 def test_nexus_tui_completes_its_options_and_directories(tmp_path: Path) -> None:
     offered = values("nexus-tui --", tmp_path, program="nexus_tui.cli")
-    expected = {"--directory", "--poll", "--read-only", "--demo", "--version", "--help", "--ssh", "--remote-nexus"}
+    expected = {"--directory", "--poll", "--read-only", "--demo", "--keep-demo", "--version", "--help", "--ssh"}
+    expected.add("--remote-nexus")
     assert expected <= set(offered)
     assert complete("nexus-tui -d ", tmp_path, program="nexus_tui.cli").stdout.splitlines() == ["dir,"]
     assert values("nexus-tui -d . --rea", tmp_path, "zsh", program="nexus_tui.cli") == ["--read-only"]

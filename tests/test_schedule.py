@@ -523,3 +523,32 @@ def test_help_and_usage_errors(project: ScheduledProject) -> None:
     ):
         done = subprocess.run(nexus_command(*args), capture_output=True, text=True, timeout=60)
         assert (done.returncode, done.stderr) == (1, message)
+
+
+def test_runs_numbers_the_occurrences_of_each_schedule(project: ScheduledProject) -> None:
+    """`schedule runs` numbers a schedule's occurrences #1, #2... (the ids count every
+    schedule's together); in JSON, ``number`` comes after the existing keys."""
+    first = project.add("--every", "1h")["id"]
+    second = project.add("--every", "2h")["id"]
+    for schedule_id in (first, second, first):
+        project.schedule("run", schedule_id)
+    runs = project.runs(first)
+    assert [(o["id"], o["number"]) for o in runs] == [(1, 1), (3, 2)]
+    assert [(o["id"], o["number"]) for o in project.runs(second)] == [(2, 1)]
+    assert list(runs[0])[-1] == "number" and list(runs[0])[:-1] == [
+        "id",
+        "schedule",
+        "trigger",
+        "due",
+        "missed",
+        "status",
+        "reason",
+        "requestedAt",
+        "claimedAt",
+        "finishedAt",
+        "runner",
+    ]
+    lines = project.schedule("runs", first).stdout.splitlines()
+    assert [line.split("  ")[0] for line in lines] == ["#1 (occurrence 1)", "#2 (occurrence 3)"]
+    shown = json.loads(project.schedule("show", first, "--json").stdout)["occurrences"]
+    assert [(o["id"], o["number"]) for o in shown] == [(3, 2), (1, 1)]  # newest first

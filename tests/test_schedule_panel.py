@@ -57,9 +57,10 @@ async def test_the_panel_lists_each_schedule_and_watching_writes_nothing(
         panel = await _panel(app, pilot)
         table = panel.query_one("#schedules", DataTable)
         rows = [[str(cell) for cell in table.get_row_at(index)] for index in range(table.row_count)]
-        assert [row[0] for row in rows] == ["morning", ""]
-        assert rows[0][1:3] == ["daily at 09:00 (Europe/Paris)", "Europe/Paris"]
-        assert rows[0][4:] == ["-", "no"] and rows[1][1] == "every 1h"
+        # Paused first (on screen at any width), then title, next, last outcome, rule, zone.
+        assert [row[1] for row in rows] == ["morning", ""]
+        assert rows[0][4:] == ["daily at 09:00 (Europe/Paris)", "Europe/Paris"]
+        assert rows[0][0] == "no" and rows[0][3] == "-" and rows[1][4] == "every 1h"
         loads = panel.loads
         await eventually(pilot, lambda: panel.loads >= loads + 2, timeout=30)  # the periodic refresh ran
         for key in ("p", "r", "n", "d"):
@@ -151,3 +152,62 @@ async def test_the_panels_actions_come_from_the_registry(tmp_path: Path) -> None
 
         await eventually(pilot, dimmed)
     assert [s["id"] for s in core.list_schedules(root)] == ids  # nothing was confirmed
+
+
+def _column_ends(table: DataTable[Any]) -> dict[str, int]:
+    ends, x = {}, 0
+    for column in table.ordered_columns:
+        x += column.get_render_width(table)
+        ends[str(column.label)] = x
+    return ends
+
+
+async def test_paused_is_visible_at_80_columns(tmp_path: Path) -> None:
+    root, ids = _project_with_schedules(tmp_path / "p")
+    core.set_paused(root, ids[1], True, now_ms())
+    app = quiet_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        panel = await _panel(app, pilot)
+        table = panel.query_one("#schedules", DataTable)
+        assert _column_ends(table)["Paused"] <= table.scrollable_content_region.width
+        assert [str(table.get_row_at(index)[0]) for index in range(table.row_count)] == ["no", "yes"]
+
+
+def _status(panel: SchedulesScreen) -> str:
+    status = panel.query_one("#panel-status")
+    return str(getattr(status.content, "plain", status.content))
+
+
+async def test_the_panel_says_when_no_scheduler_fires_a_past_due_schedule(tmp_path: Path) -> None:
+    """Next in the past and nobody to fire it: the row and the status line say so; a running
+    `nexus scheduler` (its runner row, its live pid) silences it; once it stopped, it says so again."""
+    import subprocess
+
+    from supervise_kit import nexus_command, until
+
+    root = small_project(tmp_path / "p")
+    three_hours_ago = now_ms() - 3 * 3_600_000
+    core.add_schedule(root, core.NewSchedule("live", "every", "1h", "UTC", title="hourly"), three_hours_ago)
+    app = quiet_app([root])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(app, pilot)
+        panel = await _panel(app, pilot)
+        table = panel.query_one("#schedules", DataTable)
+        assert "(past due, no scheduler)" in str(table.get_row_at(0)[2])
+        assert "No nexus scheduler is running for this project" in _status(panel)
+        assert "1 schedule past due, nobody fires them" in _status(panel)
+        log = tmp_path / "events.jsonl"
+        with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+            scheduler = subprocess.Popen(
+                nexus_command("scheduler", "-d", root, "--event-log", str(log)), stdout=out, stderr=err
+            )
+        try:
+            until(lambda: "scheduler-started" in (log.read_text() if log.exists() else ""), what="the scheduler")
+            await eventually(pilot, lambda: "No nexus scheduler" not in _status(panel), timeout=30)
+            assert "no scheduler" not in str(table.get_row_at(0)[2])
+        finally:
+            scheduler.terminate()
+            scheduler.wait(60)
+        # Its runner row is recent, but its process is gone: not running.
+        await eventually(pilot, lambda: "No nexus scheduler is running" in _status(panel), timeout=30)

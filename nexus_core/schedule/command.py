@@ -101,7 +101,9 @@ def _details(schedule: dict[str, Any]) -> str:
 def _occurrence_line(occurrence: dict[str, Any]) -> str:
     reason = f"  {terminal_safe(occurrence['reason'], one_line=True)}" if occurrence["reason"] else ""
     missed = f" (+{occurrence['missed']} missed)" if occurrence["missed"] else ""
-    where = f"#{occurrence['id']}  {occurrence['due']}  {occurrence['trigger']:<8}"
+    # Numbered per schedule (#1 its first); the occurrence id is the one `schedule run` prints.
+    number = f"#{occurrence['number']} " if occurrence.get("number") is not None else ""
+    where = f"{number}(occurrence {occurrence['id']})  {occurrence['due']}  {occurrence['trigger']:<8}"
     return f"{where}  {occurrence['status']:<7}{missed}{reason}"
 
 

@@ -31,6 +31,9 @@ LATE_AFTER_MS = 120_000  # an occurrence found this long after its time was miss
 CATCH_UP_COUNT_LIMIT = 100_000  # missed occurrences counted one by one, then "at least"
 TITLE_LIMIT = 200
 HISTORY_SHOWN = 5
+# A live runner scans every project at least every runner.SCAN_SECONDS (60 s): seen within two
+# scans, it is taken as running.
+RUNNER_SEEN_MS = 2 * 60_000
 RUNNER_DIED = "runner died"
 
 
@@ -84,7 +87,9 @@ def _iso(ms: int | None) -> str | None:
     return iso_from_ms(ms) if ms is not None else None
 
 
-def occurrence_json(row: sqlite3.Row) -> dict[str, Any]:
+def occurrence_json(row: sqlite3.Row, number: int | None = None) -> dict[str, Any]:
+    """An occurrence; ``number``: its place in its schedule's history (1 for the first), an
+    additive key after the others (the global ``id`` numbers every schedule's together)."""
     runner = None
     if row["runner_pid"] is not None:
         runner = {"pid": row["runner_pid"], "host": row["runner_host"]}
@@ -100,7 +105,7 @@ def occurrence_json(row: sqlite3.Row) -> dict[str, Any]:
         "claimedAt": _iso(row["claimed_at_ms"]),
         "finishedAt": _iso(row["finished_at_ms"]),
         "runner": runner,
-    }
+    } | ({"number": number} if number is not None else {})
 
 
 def schedule_json(connection: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
@@ -224,8 +229,16 @@ def show_schedule(directory: str, schedule_id: str) -> dict[str, Any]:
         if connection is None:
             raise NexusError(f"Unknown schedule: {schedule_id}", "This project has no schedules.")
         shown = schedule_json(connection, _row(connection, schedule_id))
-        shown["occurrences"] = [occurrence_json(r) for r in _history(connection, schedule_id, HISTORY_SHOWN)]
+        total = _occurrence_count(connection, schedule_id)
+        latest = _history(connection, schedule_id, HISTORY_SHOWN)
+        shown["occurrences"] = [occurrence_json(row, total - index) for index, row in enumerate(latest)]
         return shown
+
+
+def _occurrence_count(connection: sqlite3.Connection, schedule_id: str) -> int:
+    return int(
+        connection.execute("SELECT count(*) FROM occurrences WHERE schedule_id = ?", (schedule_id,)).fetchone()[0]
+    )
 
 
 def _history(connection: sqlite3.Connection, schedule_id: str, limit: int | None) -> list[sqlite3.Row]:
@@ -240,7 +253,8 @@ def schedule_runs(directory: str, schedule_id: str) -> list[dict[str, Any]]:
         if connection is None:
             raise NexusError(f"Unknown schedule: {schedule_id}", "This project has no schedules.")
         _row(connection, schedule_id)
-        return [occurrence_json(r) for r in reversed(_history(connection, schedule_id, None))]
+        oldest_first = reversed(_history(connection, schedule_id, None))
+        return [occurrence_json(row, number) for number, row in enumerate(oldest_first, start=1)]
 
 
 def set_paused(directory: str, schedule_id: str, paused: bool, now: int) -> dict[str, Any]:
@@ -295,8 +309,21 @@ def request_run(directory: str, schedule_id: str, now: int) -> dict[str, Any]:
 
 
 def _runner_seen(connection: sqlite3.Connection, now: int) -> bool:
-    row = connection.execute("SELECT max(seen_at_ms) FROM runners").fetchone()
-    return row[0] is not None and now - row[0] <= 2 * 60_000
+    """A runner scanned this project lately (a live one scans at least every minute) and, when
+    it is on this host, its process is still there."""
+    rows = connection.execute(
+        "SELECT pid, host, started, seen_at_ms FROM runners WHERE seen_at_ms >= ?", (now - RUNNER_SEEN_MS,)
+    ).fetchall()
+    return any(not runner_gone(row["pid"], row["host"], row["started"]) for row in rows)
+
+
+def scheduler_seen(directory: str, now: int) -> bool | None:
+    """Whether a ``nexus scheduler`` serves this project (None: no schedules database). Read
+    with a ``mode=ro`` connection: the dashboard's panel asks it while watching."""
+    with db.opened(_existing(directory), read_only=True) as connection:
+        if connection is None:
+            return None
+        return _runner_seen(connection, now)
 
 
 # ----------------------------------------------------------------- runner side

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,7 @@ from nexus_core.state.store import load_run, make_dirs
 
 # Linux's PID_MAX_LIMIT: no process can have this pid, so a liveness probe always says dead.
 DEAD_PID = 4194304
+STOP_WAIT_SECONDS = 5.0  # for the builder to end on SIGTERM before it is killed
 # 2026-11-30T09:00:00Z: the fixed start of the deterministic demo.
 FIXED_START = 1796029200.0
 HOST = {"kind": "host", "id": "claude-code", "sessionId": "session-1"}
@@ -519,13 +521,34 @@ class DemoBuild:
         """The builder process's pid once it started."""
         return self._child.pid if self._child is not None else None
 
-    def stop(self) -> None:
-        """Stop a build still running (the dashboard quits before it ended)."""
+    def stop(self, wait: bool = False) -> None:
+        """Stop a build still running (the dashboard quits before it ended); ``wait``: until the
+        builder has exited (it writes in the demo project, about to be removed)."""
         self._stopped = True
         child = self._child
         if child is not None and child.poll() is None:
             with contextlib.suppress(OSError):
                 child.terminate()
+            if wait:
+                try:
+                    child.wait(STOP_WAIT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+
+
+def remove_demo(directory: str) -> str | None:
+    """Delete the demo project ``--demo`` made in its temporary directory (symbolic links are
+    removed, never followed); None, or why something stays."""
+    problems: list[str] = []
+
+    def note(_function: Any, path: str, error: Any) -> None:
+        problems.append(f"{path}: {error[1] if isinstance(error, tuple) else error}")
+
+    shutil.rmtree(directory, onerror=note)  # Python 3.11: onerror (3.12 adds onexc)
+    if os.path.lexists(directory):
+        return problems[0] if problems else "it is still there"
+    return None
 
 
 def main(argv: list[str]) -> int:

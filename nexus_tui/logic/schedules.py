@@ -9,9 +9,11 @@ from typing import Any
 
 from nexus_core.schedule import core
 from nexus_core.terminal import terminal_safe
-from nexus_core.timeutil import now_ms
+from nexus_core.timeutil import now_ms, parse_iso_ms
 
-COLUMNS = ("Title", "Rule", "Zone", "Next", "Last outcome", "Paused")
+# Paused first: whatever the width, what the operator can change is on screen.
+COLUMNS = ("Paused", "Title", "Next", "Last outcome", "Rule", "Zone")
+NO_SCHEDULER = "past due, no scheduler"
 
 
 @dataclass(frozen=True)
@@ -62,21 +64,44 @@ SCHEDULE_ACTIONS = {
 }
 
 
-def row_cells(schedule: dict[str, Any]) -> tuple[str, ...]:
-    """The panel's row for one schedule of ``core.list_schedules`` (terminal-safe text)."""
+def stranded(schedule: dict[str, Any], now: int, scheduler: bool | None) -> bool:
+    """Its next occurrence is in the past and no scheduler is running to fire it."""
+    due = parse_iso_ms(schedule["next"]) if schedule["next"] else None
+    return scheduler is False and not schedule["paused"] and due is not None and due < now
+
+
+def row_cells(schedule: dict[str, Any], now: int = 0, scheduler: bool | None = None) -> tuple[str, ...]:
+    """The panel's row for one schedule of ``core.list_schedules`` (terminal-safe text);
+    ``scheduler``: whether a scheduler serves the project (``core.scheduler_seen``)."""
     last = schedule["lastOutcome"]
     outcome = "-" if last is None else f"{last['status']}: {last['reason'] or ''}".rstrip(": ")
+    following = schedule["next"] or ("-" if schedule["paused"] else "none left")
+    if stranded(schedule, now, scheduler):
+        following = f"{following} ({NO_SCHEDULER})"
     return tuple(
         terminal_safe(value, one_line=True)
         for value in (
+            "yes" if schedule["paused"] else "no",
             schedule["title"] or "",
+            following,
+            outcome,
             schedule["description"],
             schedule["zone"],
-            schedule["next"] or ("-" if schedule["paused"] else "none left"),
-            outcome,
-            "yes" if schedule["paused"] else "no",
         )
     )
+
+
+def scheduler_words(schedules: list[dict[str, Any]], now: int, scheduler: bool | None) -> str | None:
+    """What the panel says when no scheduler serves the project and a schedule waits on one."""
+    if scheduler is not False or all(schedule["paused"] for schedule in schedules):
+        return None
+    late = sum(stranded(schedule, now, scheduler) for schedule in schedules)
+    minutes = core.RUNNER_SEEN_MS // 60_000
+    head = f"No nexus scheduler is running for this project (none seen in the last {minutes} minutes)"
+    if late:
+        schedules_words = f"{late} schedule{'s' if late != 1 else ''}"
+        return f"{head}: {schedules_words} past due, nobody fires them. Start one: nexus scheduler."
+    return f"{head}: nothing fires until one runs (nexus scheduler)."
 
 
 def status_line(count: int, read_only: bool) -> str:

@@ -102,4 +102,5 @@ class NexusDialog(ModalScreen[Result]):
         others = sum(child.outer_size.height for child in frame.children if child is not body and child.display)
         share = FRAME_SHARE if not self.has_class("listing") else 0.8
         room = int(self.size.height * share) - frame.styles.gutter.height - others
-        body.styles.max_height = max(3, room)
+        # At least a line of the body; an error line is never what gives way (the body scrolls).
+        body.styles.max_height = max(1, room)

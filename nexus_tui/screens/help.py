@@ -76,7 +76,11 @@ def help_text(width: int, keymap: Mapping[str, str] | None = None) -> Text:
         text.append(f"  {glyph} ", style=render.state_style(state, ""))
         text.append(f"{state}\n")
     text.append(f"  {render.OWNER_GONE_GLYPH} ", style=render.themed(render.OWNER_GONE_STYLE))
-    text.append("owner gone: a verifier or launch supervisor died mid-work (the guide, g, says what to do)\n")
+    guide = actions.spec("recovery_guide")
+    guide_keys = actions.key_label(actions.effective_keys(guide, keymap or {})) if guide else ""
+    text.append(
+        f"owner gone: a verifier or launch supervisor died mid-work (the guide, {guide_keys}, says what to do)\n"
+    )
     text.append("\nCompact columns (Exe, Ver, Acc, on a narrow screen)\n", style="bold underline")
     by_glyph: dict[str, list[str]] = {}
     for value, glyph in render.VALUE_GLYPH.items():

@@ -22,11 +22,20 @@ from textual.widgets import Button, DataTable, Footer, Label, Static
 from nexus_core.errors import NexusError, explained
 from nexus_core.schedule import core
 from nexus_core.terminal import terminal_safe
+from nexus_core.timeutil import now_ms
 
 from .. import actions
-from ..logic.schedules import COLUMNS, SCHEDULE_ACTIONS, ScheduleAction, perform, row_cells, status_line
+from ..logic.schedules import (
+    COLUMNS,
+    SCHEDULE_ACTIONS,
+    ScheduleAction,
+    perform,
+    row_cells,
+    scheduler_words,
+    status_line,
+)
 from ..logic.selection import Selection
-from ..widgets.render import plain
+from ..widgets.render import plain, themed
 from .base import NexusDialog
 
 REFRESH_SECONDS = 2.0
@@ -66,10 +75,14 @@ class ConfirmSchedule(NexusDialog[bool]):
 
 
 class SchedulesLoaded(Message):
-    def __init__(self, schedules: list[dict[str, Any]] | None, error: str | None) -> None:
+    def __init__(
+        self, schedules: list[dict[str, Any]] | None, error: str | None, scheduler: bool | None = None, now: int = 0
+    ) -> None:
         super().__init__()
         self.schedules = schedules
         self.error = error
+        self.scheduler = scheduler  # a nexus scheduler serves the project (core.scheduler_seen)
+        self.now = now
 
 
 class ActionDone(Message):
@@ -112,14 +125,16 @@ class SchedulesScreen(ModalScreen[None]):
     @work(thread=True, exclusive=True, group="schedules-read")
     def reload(self) -> None:
         try:
+            now = now_ms()
             found = core.list_schedules(self.directory, read_only=True)
+            scheduler = core.scheduler_seen(self.directory, now) if found else None
         except NexusError as error:
             self.post_message(SchedulesLoaded(None, explained(error)))
             return
         except Exception as error:  # sqlite3 or OS trouble: shown, never a crash
             self.post_message(SchedulesLoaded(None, f"{type(error).__name__}: {error}"))
             return
-        self.post_message(SchedulesLoaded(found, None))
+        self.post_message(SchedulesLoaded(found, None, scheduler, now))
 
     @on(SchedulesLoaded)
     def _loaded(self, message: SchedulesLoaded) -> None:
@@ -131,7 +146,10 @@ class SchedulesScreen(ModalScreen[None]):
             return
         selected = self.selected_id()
         self.schedules = message.schedules
-        rows = [[Text(cell) for cell in row_cells(schedule)] for schedule in message.schedules]
+        rows = [
+            [Text(cell) for cell in row_cells(schedule, message.now, message.scheduler)]
+            for schedule in message.schedules
+        ]
         # Widths given with the columns: DataTable's own sizing runs on a later idle pass and can
         # leave the header drawn at the labels' widths over wider rows.
         table.clear(columns=True)
@@ -142,7 +160,12 @@ class SchedulesScreen(ModalScreen[None]):
         ids = [s["id"] for s in message.schedules]
         if selected in ids:
             table.move_cursor(row=ids.index(selected))
-        status.update(Text(status_line(len(message.schedules), self.read_only)))
+        words = status_line(len(message.schedules), self.read_only)
+        warning = scheduler_words(message.schedules, message.now, message.scheduler)
+        line = Text(words)
+        if warning is not None:
+            line = Text(warning + "\n", style=themed("bold $warning")) + line
+        status.update(line)
 
     def selected_id(self) -> str | None:
         table = self.query_one("#schedules", DataTable)

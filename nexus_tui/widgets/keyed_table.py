@@ -6,13 +6,19 @@ and the task table are two of them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.widgets import DataTable
 
+from .. import actions
+
 
 class KeyedTable(DataTable[Any]):
+    # j/k, g/G, Home/End (the registry's TABLE entries): Home and End go to the first and last
+    # row, not sideways (they replace DataTable's own, the subclass's binding wins per key).
+    BINDINGS: ClassVar[list[Any]] = actions.bindings(screen=actions.TABLE)
+
     def __init__(
         self, columns: Sequence[tuple[str, str]], *, id: str | None = None, classes: str | None = None
     ) -> None:
@@ -54,9 +60,11 @@ class KeyedTable(DataTable[Any]):
         old = self.cells.get(key)
         if old is None:
             self.add_row(*(cells[column] for column in self.column_keys), key=key)
-            self.cells[key] = dict(cells)
+            self.cells[key] = {column: cells[column] for column in self.column_keys}
             return True
         for column, cell in cells.items():
+            if column not in old:
+                continue  # a column this form does not show (the compact form has fewer)
             if _changed(old[column], cell):
                 # Re-measure the column only when the new value is wider (measuring re-reads
                 # every row of the column: far too slow on each change of a 200-row table).

@@ -10,7 +10,8 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Input, Static, Tree
+from textual.widgets import DataTable, Input, OptionList, Static, Tree
+from textual.widgets.option_list import Option
 
 from nexus_core.terminal import terminal_safe
 from nexus_core.timeutil import now_ms
@@ -18,6 +19,7 @@ from nexus_core.timeutil import now_ms
 from .. import actions
 from ..logic.jobs import Jobs
 from ..logic.model import ProjectSnapshot, RunView, TaskRow
+from ..logic.navigation import Found, search_runs
 from ..logic.selection import Selection, parse_filter, row_matches
 from ..logic.session import ProjectSession
 from . import render
@@ -59,6 +61,7 @@ class ProjectPane(Vertical):
         self.narrow = False  # under render.NARROW_COLUMNS: the detail below the tables
         self.compact = False  # the tables narrower than render.FULL_COLUMNS_WIDTH: compact columns
         self._filter_problem: str | None = None  # shown under the filter input
+        self._found: list[Found] = []  # the search list's entries (the other runs' matches)
 
     # -- the session's facts, read by the tests and the app
     @property
@@ -96,6 +99,11 @@ class ProjectPane(Vertical):
                 problem = Static("", id=f"filter-problem-{self.index}", classes="filter-problem")
                 problem.display = False
                 yield problem
+                # The search of every run: the other runs' tasks the filter matches (↓ from the
+                # filter picks one, Enter goes there).
+                search = OptionList(id=f"search-{self.index}", classes="search")
+                search.display = False
+                yield search
                 yield KeyedTable(render.TASK_COLUMNS, id=f"tasks-{self.index}", classes="tasks")
             yield TaskDetail(self.index)
         yield StatusBar(self.session, self.display_path, id=f"status-{self.index}")
@@ -116,6 +124,10 @@ class ProjectPane(Vertical):
     @property
     def filter_input(self) -> Input:
         return self.query_one(f"#filter-{self.index}", Input)
+
+    @property
+    def search_list(self) -> OptionList:
+        return self.query_one(f"#search-{self.index}", OptionList)
 
     def current_view(self) -> RunView | None:
         return self.session.current_view()
@@ -346,9 +358,12 @@ class ProjectPane(Vertical):
     # -- events
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.cursor_row != event.data_table.cursor_row:
-            return  # stale: the cursor moved on since (a column switch clears, then restores it)
         key = event.row_key.value
+        table = event.data_table
+        if event.cursor_row != table.cursor_row or (isinstance(table, KeyedTable) and table.cursor_key() != key):
+            # Stale: the cursor moved on since (a column switch clears, then restores it), or the
+            # rows moved under it (a run switch keeps a task id both runs have, then sorts).
+            return
         now = now_ms()
         if event.data_table is self.runs:
             if key != self.session.run_id:
@@ -393,20 +408,24 @@ class ProjectPane(Vertical):
         self.session.filter_text = event.value.strip()
         self._sync_tasks(now_ms())
         self._sync_detail(now_ms())
+        self._sync_search()
 
     @on(Input.Submitted)
     def _filter_submitted(self, event: Input.Submitted) -> None:
         self.filter_input.display = bool(self.session.filter_text)
+        self._show_search(False)
         self.tasks.focus()
 
     def open_filter(self) -> None:
         self.filter_input.display = True
         self.filter_input.focus()
+        self._sync_search()
 
     def clear_filter(self) -> None:
         self.filter_input.value = ""
         self.session.filter_text = ""
         self.filter_input.display = False
+        self._show_search(False)
         self._sync_tasks(now_ms())
         self._sync_detail(now_ms())
         self.tasks.focus()
@@ -432,6 +451,75 @@ class ProjectPane(Vertical):
             self.tasks.restore_cursor(task_id)
             self.tasks.focus()
         self._sync_detail(now)
+
+    # -- the search of every run (under the filter)
+    def _sync_search(self) -> None:
+        """List the other runs' tasks the filter matches (the current run's are in the table)."""
+        terms = parse_filter(self.session.filter_text).terms
+        self._found, total = search_runs(self.session.snapshot, terms, exclude=self.session.run_id)
+        search = self.search_list
+        search.clear_options()
+        if not self._found:
+            self._show_search(False)
+            return
+        runs = len({found.run_id for found in self._found})
+        more = f", the first {len(self._found)} listed" if total > len(self._found) else ""
+        tasks_words = f"{total} task{'s' if total != 1 else ''} in {runs} run{'s' if runs != 1 else ''}"
+        search.border_title = f"In other runs: {tasks_words}{more} (↓ picks, Enter goes there)"
+        search.add_options([Option(self._found_prompt(found), id=str(i)) for i, found in enumerate(self._found)])
+        self._show_search(True)
+
+    @staticmethod
+    def _found_prompt(found: Found) -> Text:
+        row = found.row
+        text = Text(render.GLYPH.get(row.state, " ") + " ", style=render.state_style(row.state, ""))
+        text.append(render.plain(found.run_id, "bold", one_line=True))
+        text.append(" › ", style="dim")
+        text.append(render.plain(row.task_id, one_line=True))
+        text.append(f"  {row.state}", style="dim")
+        if row.need is not None:
+            text.append("  needs attention", style=render.themed("$warning"))
+        return text
+
+    def _show_search(self, visible: bool) -> None:
+        self.search_list.display = visible
+
+    def on_key(self, event: events.Key) -> None:
+        """↓ in the filter goes down into the other runs' matches."""
+        if event.key == "down" and self.filter_input.has_focus and self.search_list.display:
+            event.stop()
+            self.search_list.focus()
+            if self.search_list.highlighted is None:
+                self.search_list.highlighted = 0
+
+    @on(OptionList.OptionSelected)
+    def _found_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list is not self.search_list:
+            return
+        event.stop()
+        found = self._found[int(event.option.id or 0)]
+        self._show_search(False)
+        self.select(found.run_id, found.row.task_id)
+
+    def shown_order(self) -> list[tuple[str, list[TaskRow]]]:
+        """Every run as the runs list orders it, each with its tasks as the task table orders
+        them (its sort; plan order without one): the order ``n``/``N`` walk in."""
+        snapshot = self.session.snapshot
+        if snapshot is None:
+            return []
+        views = {view.run_id: view for view in snapshot.runs}
+        keys = [self.runs.row_key_at(index) for index in range(self.runs.row_count)]
+        shown = [key for key in keys if key in views] or list(views)
+        column, reverse = self.session.task_sort
+        order = []
+        for run_id in shown:
+            rows = views[run_id].rows
+            plan = {row.task_id: index for index, row in enumerate(rows)}
+            ranked = sorted(
+                rows, key=lambda r: render.task_sort_value(r, column or "", plan[r.task_id]), reverse=reverse
+            )
+            order.append((run_id, ranked))
+        return order
 
     def key_escape(self) -> None:
         if self.filter_input.has_focus or self.session.filter_text:

@@ -217,7 +217,8 @@ TASK_COLUMNS = (
 
 # Under NARROW_COLUMNS the detail pane goes below the tables. Tables narrower than
 # FULL_COLUMNS_WIDTH take their compact columns: those that decide what to do first (the task's
-# state, Accept, Tries, Stale, Overdue), values as glyphs, the rest after.
+# state, Accept, Tries, Stale, Overdue), values as glyphs, the rest after; no "Depends on" (the
+# detail pane and the timeline show it), so that the table fits its pane at 120 columns.
 NARROW_COLUMNS = 120
 FULL_COLUMNS_WIDTH = 96
 COMPACT_TASK_COLUMNS = (
@@ -228,7 +229,6 @@ COMPACT_TASK_COLUMNS = (
     ("overdue", "Overdue"),
     ("execution", "Exe"),
     ("verification", "Ver"),
-    ("depends", "Depends on"),
     ("observed", "Observed"),
 )
 COMPACT_RUN_COLUMNS = (
@@ -497,9 +497,10 @@ def attempt_node(attempt: Attempt, index: int, count: int, now: int) -> Node:
     if backend.get("kind") == "process":
         backend_text.append(plain(f"  supervisor pid {backend.get('ownerPid')}@{backend.get('hostname')}", "dim"))
     node.add(Text("backend ", style="bold dim") + backend_text)
-    node.add(Text("attempt id ", style="bold dim") + plain(attempt.get("id")))
+    # An id on a line of its own under its label: never cut, even in the 120-column detail pane.
+    node.add(Text("attempt id", style="bold dim"), expand=True).add(plain(attempt.get("id")))
     if attempt.get("parentAttemptId"):
-        node.add(Text("retry of ", style="bold dim") + plain(attempt["parentAttemptId"]))
+        node.add(Text("retry of", style="bold dim"), expand=True).add(plain(attempt["parentAttemptId"]))
     times = node.add(Text("times", style="bold dim"))
     for key in ("startedAt", "observedAt", "endedAt", "deadline"):
         times.add(Text(f"{key:<11}", style="dim") + _when(attempt.get(key), now))

@@ -90,11 +90,11 @@ async def test_a_host_task_from_start_to_accepted_by_keys(tmp_path: Path) -> Non
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
-        await _open(app, pilot, "n")
+        await _open(app, pilot, "b")
         await _confirm(app, pilot)
         assert latest(root, "a")["execution"] == "running"
         write_result(root, "a")
-        await _open(app, pilot, "R")
+        await _open(app, pilot, "O")
         _fill(app, summary="wrote the result")
         await _confirm(app, pilot)
         assert latest(root, "a")["execution"] == "completed"
@@ -127,7 +127,7 @@ async def test_cancel_reconcile_retry_by_keys(tmp_path: Path) -> None:
         await pilot.click("#outcome-cancelled")
         await _confirm(app, pilot)
         assert latest(root, "b")["execution"] == "cancelled"
-        await _open(app, pilot, "N")
+        await _open(app, pilot, "B")
         await _confirm(app, pilot)
     attempts = task_of(root, "b")["attempts"]
     assert len(attempts) == 2 and attempts[1]["parentAttemptId"] == first
@@ -160,7 +160,7 @@ async def test_the_dead_lock_is_cleared_from_the_recovery_guide(tmp_path: Path) 
     app = quiet_app([str(root)])
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        await pilot.press("g")
+        await pilot.press("R")
         await eventually(pilot, lambda: showing(app, RecoveryListScreen | RecoveryScreen))
         assert isinstance(app.screen, RecoveryListScreen)
         await pilot.press("enter")
@@ -185,12 +185,12 @@ async def test_cancel_in_every_dialog_changes_nothing(tmp_path: Path) -> None:
     opened = []
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        for task, keys in (("a", "n"), ("b", "eL")):
+        for task, keys in (("a", "b"), ("b", "eL")):
             await select(pilot, "demo", task)
             for key in keys:
                 dialog = await _open(app, pilot, key)
                 opened.append(dialog.preview.action)
-                await pilot.press("enter" if key in "nv" else "escape")  # Enter on the focused Cancel
+                await pilot.press("enter" if key in "bv" else "escape")  # Enter on the focused Cancel
                 await pilot.pause()
                 assert not isinstance(app.screen, ActionDialog)
     assert opened == ["start", "reconcile", "recover-lock"]
@@ -235,7 +235,7 @@ async def test_read_only_leaves_no_mutating_action_reachable(tmp_path: Path) -> 
             await pilot.pause()
             assert app.screen is app.screen_stack[0]
         # Guided recovery stays readable, its next step is disabled.
-        await pilot.press("g")
+        await pilot.press("R")
         await eventually(pilot, lambda: showing(app, RecoveryListScreen | RecoveryScreen))
         await pilot.press("enter")
         await eventually(pilot, lambda: showing(app, RecoveryScreen))
@@ -271,7 +271,7 @@ async def test_a_state_changed_under_the_dialog_is_refused_in_the_app(tmp_path: 
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
-        await _open(app, pilot, "R")
+        await _open(app, pilot, "O")
         _fill(app, summary="late report")
         record(root, "a", outcome="failed")  # another client, meanwhile
         before = tree_fingerprint(str(root))
@@ -312,7 +312,7 @@ async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         # 1. The dead writer.lock blocks every mutation: the recovery guide lists it first.
-        await pilot.press("g")
+        await pilot.press("R")
         await eventually(pilot, lambda: showing(app, RecoveryListScreen | RecoveryScreen))
         await pilot.press("enter")
         await eventually(pilot, lambda: showing(app, RecoveryScreen))

@@ -72,7 +72,7 @@ async def test_opening_a_dialog_reads_the_run_file_in_a_worker(tmp_path: Path, m
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
-        await pilot.press("R")
+        await pilot.press("O")
         await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))
     assert reads and not any(reads)  # read, and never on the UI thread
 

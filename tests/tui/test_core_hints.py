@@ -63,7 +63,7 @@ async def test_the_cores_hints_in_the_detail_the_guide_and_the_status_bar(tmp_pa
         assert lock_hint in status
         assert "DEAD on this host: recover-lock" not in status.split("recovery.lock", 1)[1]
         # The recovery guide's situation carries the same hint.
-        await pilot.press("g")
+        await pilot.press("R")
         # Mounted, not only pushed: dismissed before its on_mount ran, the list would be gone.
         await eventually(pilot, lambda: showing(app, RecoveryListScreen | RecoveryScreen))
         listing = app.screen

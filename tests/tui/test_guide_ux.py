@@ -50,7 +50,7 @@ async def test_no_reconcile_outcome_is_preselected_from_the_guide_or_the_key(tmp
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
         # From the guide: its "Reconcile…" button.
-        await pilot.press("g")
+        await pilot.press("R")
         await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen))
         listing = app.screen
         assert isinstance(listing, RecoveryListScreen) and len(listing.situations) == 1

@@ -74,7 +74,7 @@ async def test_the_inbox_lists_every_need_oldest_first_and_enter_lands_on_the_ta
         inbox = app.screen
         assert isinstance(inbox, InboxScreen)
         prompts = [str(option.prompt) for option in inbox.query_one(OptionList).options]
-        assert "project › demo › login" in prompts[0] and "blocked → Record (R)" in prompts[0]
+        assert "project › demo › login" in prompts[0] and "blocked → Record (O)" in prompts[0]
         assert "project › demo › users" in prompts[1] and "reconciled → Reconcile (e)" in prompts[1]
         await pilot.press("down", "enter")
         await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))

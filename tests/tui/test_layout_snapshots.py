@@ -352,6 +352,35 @@ async def test_a_refusal_in_the_dialog_shows_above_the_buttons(tmp_path: Path, s
         assert error.region.bottom <= app.screen.query_one("#dialog-buttons").region.y
 
 
+@pytest.mark.parametrize("size", [(80, 24), (80, 16)], ids=["80x24", "80x16"])
+async def test_every_validation_message_of_a_dialog_with_many_fields_is_visible(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """Issue 24 item 5: the record dialog (outcome, summary, exit code, handle, session) with
+    every field wrong, on a small terminal: each message shows whole beside the buttons, whatever
+    the body's scroll, and every button stays whole."""
+    app = StyledHost(DIALOGS["record"](tmp_path))
+    async with app.run_test(size=size) as pilot:
+        await _settled(pilot)
+        screen = app.screen
+        wrong = {"summary": "", "exit_code": "not a number", "backend_id": "", "backend_session": ""}
+        for field, value in wrong.items():
+            screen.query_one(f"#{field}", Input).value = value
+        screen.query_one("#dialog-body").scroll_home(animate=False)  # the fields scrolled away
+        screen.query_one("#confirm", Button).press()
+        await pilot.pause()
+        await pilot.pause()
+        error = screen.query_one("#dialog-error")
+        words = str(getattr(error.content, "plain", error.content)).splitlines()
+        assert len(words) == 4, words
+        assert _visible(error), f"the error line is covered or off screen: {error.region}"
+        assert screen.region.contains_region(error.region) and error.region.height >= len(words)
+        assert error.region.bottom <= screen.query_one("#dialog-buttons").region.y
+        inside = screen.query_one("#dialog").content_region
+        for button in screen.query(Button):
+            assert inside.contains_region(button.region), f"{button.id} clipped: {button.region} in {inside}"
+
+
 class _QuitOverVerify(StyledHost):
     """The quit dialog over a verify whose check holds until ``hold`` goes (its pid shown fixed).
     The hold goes once the screenshot is taken, so the check ends and the app shuts down at once."""
@@ -549,6 +578,24 @@ async def test_the_columns_that_decide_stay_on_screen(demo_app: Callable[[], Any
         if size == "80x24":  # the detail pane is below the tables, as wide as the screen
             detail = pane.query_one(f"#detail-{pane.index}")
             assert detail.region.y >= pane.tasks.region.bottom and detail.region.width == pane.region.width
+
+
+async def test_at_120x36_every_column_fits_and_attempt_ids_are_whole(demo_app: Callable[[], Any]) -> None:
+    """Issue 24 item 5: no header cut ("Obse"), no age cut ("2h59"), no attempt id cut."""
+    app = demo_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await then(_pick_migrate)(pilot)
+        pane = app.pane
+        for table in (pane.tasks, pane.runs):
+            width = table.scrollable_content_region.width
+            ends = _column_ends(table)
+            assert max(ends.values()) <= width, (table.id, ends, width)
+        tree = pane.attempts_tree
+        lines = ["".join(segment.text for segment in tree.render_line(y)) for y in range(tree.size.height)]
+        task = next(t for t in pane.current_view().inspection["tasks"] if t["id"] == "migrate")
+        first, second = (attempt["id"] for attempt in task["attempts"])
+        assert sum(first in line for line in lines) == 2  # its own id, and the retry's "retry of"
+        assert any(second in line for line in lines)
 
 
 async def test_crossing_the_width_threshold_keeps_the_selection(demo_app: Callable[[], Any]) -> None:

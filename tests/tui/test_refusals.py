@@ -67,7 +67,7 @@ async def test_under_read_only_a_mutation_key_gives_the_read_only_reason(tmp_pat
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
-        await _press(app, pilot, "n")  # start: valid for this task, refused by --read-only alone
+        await _press(app, pilot, "b")  # start: valid for this task, refused by --read-only alone
         expected = actions.refused_words(actions.READ_ONLY_REFUSAL)
         assert _warnings(app) == [("Start", expected)]
         assert _palette_entry(app, "Start").help == expected
@@ -78,7 +78,7 @@ async def test_a_mutation_key_with_nothing_selected_says_what_to_select(tmp_path
     app = quiet_app([str(tmp_path)])  # no run at all
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        await _press(app, pilot, "n")
+        await _press(app, pilot, "b")
         assert _warnings(app) == [("Start", "Unavailable: Select a task first.")]
 
 

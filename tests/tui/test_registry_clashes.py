@@ -53,7 +53,7 @@ def test_a_clash_is_found(extra: actions.ActionSpec) -> None:
 def test_the_same_key_on_the_main_screen_and_on_a_panel_is_no_clash() -> None:
     main = {e.keys for e in actions.REGISTRY if e.screen == actions.MAIN}
     panel = {e.keys for e in actions.REGISTRY if e.screen == actions.SCHEDULES}
-    assert {"r", "n"} <= main & panel  # rescan / resume, start / run now: each where it is pressed
+    assert {"r", "n"} <= main & panel  # rescan / resume, next need / run now: each where it is pressed
 
 
 async def test_a_panels_key_never_reaches_the_main_screen(tmp_path: Path) -> None:

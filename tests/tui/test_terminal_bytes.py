@@ -169,7 +169,7 @@ def test_hostile_worker_text_never_reaches_the_terminal_raw(tmp_path: Path) -> N
         terminal.keys("Tab")
         seen.append(terminal.wait_for(lambda s: "hostile-output" in s and "\\x1b]0;pwned" in s, "task a's detail"))
         # The guided recovery of the stale accepted task names the planted file.
-        terminal.keys("g")
+        terminal.keys("R")
         terminal.wait_for(lambda s: "Guided recovery" in s, "the recovery list")
         terminal.keys("Enter")
         seen.append(terminal.wait_for(lambda s: "What is known" in s and "out/a/x\\x1b]0;pwned" in s, "the guide"))
@@ -184,7 +184,7 @@ def test_hostile_worker_text_never_reaches_the_terminal_raw(tmp_path: Path) -> N
         terminal.wait_for(lambda s: "Reconcile b" not in s, "the reconcile dialog to close")
         # Record a report on b (the prefilled identity is submitted unchanged): the action log
         # shows the call with the worker's identity in its input.
-        terminal.keys("R")
+        terminal.keys("O")
         terminal.wait_for(lambda s: "Record a worker report for b" in s, "the record dialog")
         terminal.settle()
         for _ in range(4):  # from Cancel back to the summary field

@@ -202,7 +202,7 @@ async def test_recovery_guide_dialogs_and_action_log_show_names_literally(machin
         await select(pilot, "demo", CLICK)
 
         # The guide lists the blocked task by its id, and its screen says so.
-        await pilot.press("g")
+        await pilot.press("R")
         await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen))
         await pilot.pause()
         assert_literal(app, CLICK)

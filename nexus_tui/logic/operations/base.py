@@ -468,7 +468,7 @@ class TaskOperation(Operation):
             # Mutations need writer.lock: say so before the operator fills the dialog in.
             result.cautions.append(
                 f"writer.lock is held ({lock['hash'][:12]}, {owner_words(lock.get('owner'))}): the core refuses "
-                "every change until it is released or recovered (guided recovery, g)."
+                "every change until it is released or recovered (guided recovery, R)."
             )
         return result
 

@@ -57,7 +57,7 @@ class _HostAttempt(TaskOperation):
 
 class Start(_HostAttempt):
     name = "start"
-    keys = "n"
+    keys = "b"  # "n"/"N" go to the next/previous task that needs attention
     label = "Start"
     help = "Start a host attempt for the selected task (the worker runs outside Nexus)."
     footer = True
@@ -67,7 +67,7 @@ class Start(_HostAttempt):
 
 class Retry(_HostAttempt):
     name = "retry"
-    keys = "N"
+    keys = "B"
     label = "Retry"
     help = "Start a new host attempt after a failed/cancelled attempt or a failed verification."
     confirm_label = "Retry"
@@ -76,7 +76,7 @@ class Retry(_HostAttempt):
 
 class Record(TaskOperation):
     name = "record"
-    keys = "R"  # "o" goes to the oldest need (the inbox's first entry)
+    keys = "O"  # "o" goes to the oldest need (the inbox's first entry); "R" is the recovery guide
     label = "Record"
     help = "Record the host worker's report: outcome, summary, exit code."
     footer = True

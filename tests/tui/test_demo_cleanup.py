@@ -1,0 +1,103 @@
+"""``nexus-tui --demo`` removes its temporary project when it ends (issue 24 item 6): on quit
+(Ctrl+C, q), on SIGTERM (exit 143, also while the demo is still being built); ``--keep-demo``
+keeps it and prints where. The real console script in a real terminal (tmux)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from test_terminal_bytes import Terminal, dashboard_command
+
+
+def _command(tmp: Path, *options: str) -> list[str]:
+    entry = dashboard_command(tmp)[0]
+    return ["env", f"TMPDIR={tmp}", entry, "--demo", *options]
+
+
+def _exit_status(terminal: Terminal) -> str:
+    """ "0", "143"... once tmux has reaped the pane's process, else ""."""
+    dead, status, signal_number = (
+        terminal.tmux("display-message", "-p", "-t", "t", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
+        .strip()
+        .split(":")
+    )
+    if dead != "1":
+        return ""
+    return status or (f"signal {signal_number}" if signal_number else "")
+
+
+def _demos(tmp: Path) -> list[str]:
+    return sorted(name for name in os.listdir(tmp) if name.startswith("nexus-demo-"))
+
+
+def _pane_pid(terminal: Terminal) -> int:
+    return int(terminal.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
+
+
+@pytest.fixture
+def tmp(tmp_path: Path) -> Path:
+    directory = tmp_path / "tmp"
+    directory.mkdir()
+    return directory
+
+
+@pytest.mark.parametrize("key", ["C-c", "q"])
+def test_quitting_removes_the_demo_project(tmp_path: Path, tmp: Path, key: str) -> None:
+    terminal = Terminal(tmp_path)
+    try:
+        terminal.start(_command(tmp))
+        terminal.wait_for(lambda s: "Runs (3)" in s, "the demo's runs", timeout=120)
+        assert len(_demos(tmp)) == 1
+        terminal.keys(key)
+        terminal.wait_for(lambda _: _exit_status(terminal) != "", "nexus-tui to exit")
+        assert _exit_status(terminal) == "0"
+        assert "kept" not in terminal.screen()
+    finally:
+        terminal.close()
+    assert _demos(tmp) == []
+
+
+def test_keep_demo_keeps_it_and_says_where(tmp_path: Path, tmp: Path) -> None:
+    terminal = Terminal(tmp_path)
+    try:
+        terminal.start(_command(tmp, "--keep-demo"))
+        terminal.wait_for(lambda s: "Runs (3)" in s, "the demo's runs", timeout=120)
+        terminal.keys("q")
+        terminal.wait_for(lambda _: _exit_status(terminal) != "", "nexus-tui to exit")
+        (demo,) = _demos(tmp)
+        shown = terminal.tmux("capture-pane", "-p", "-J", "-S", "-100", "-t", "t")  # with the scrolled-off lines
+    finally:
+        terminal.close()
+    path = os.path.realpath(tmp / demo)
+    assert f"The demo project is kept in {path}" in shown
+    assert Path(path, ".bmad-plus", "nexus", "runs").is_dir()
+
+
+@pytest.mark.parametrize("when", ["while building", "once built"])
+def test_sigterm_removes_the_demo_project_and_exits_143(tmp_path: Path, tmp: Path, when: str) -> None:
+    terminal = Terminal(tmp_path)
+    try:
+        terminal.start(_command(tmp))
+        if when == "while building":
+            terminal.wait_for(lambda s: "Building the demo project" in s, "the first frame", timeout=120)
+        else:
+            terminal.wait_for(lambda s: "Runs (3)" in s, "the demo's runs", timeout=120)
+        assert len(_demos(tmp)) == 1
+        os.kill(_pane_pid(terminal), signal.SIGTERM)
+        terminal.wait_for(lambda _: _exit_status(terminal) != "", "nexus-tui to exit")
+        assert _exit_status(terminal) == "143"
+    finally:
+        terminal.close()
+    assert _demos(tmp) == []
+
+
+def test_keep_demo_alone_is_a_usage_error(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [dashboard_command(tmp_path)[0], "--keep-demo"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 1 and "--keep-demo goes with --demo." in done.stderr
