@@ -62,10 +62,10 @@ class Looker:
         from .paths import root_of
         from .state.locks import RECOVERY_LOCK, WRITER_LOCK
         from .state.store import list_run_ids
-        from .supervise.events import _lock_view
+        from .supervise.events import safe_lock_snapshot
 
         root = root_of(directory)
-        found = needs.lock_needs(root, _lock_view(root, WRITER_LOCK), _lock_view(root, RECOVERY_LOCK))
+        found = needs.lock_needs(root, safe_lock_snapshot(root, WRITER_LOCK), safe_lock_snapshot(root, RECOVERY_LOCK))
         for run_id in list_run_ids(root):
             found.extend(self._run(root, run_id, now))
         found.extend(schedule_needs(root))
@@ -75,7 +75,7 @@ class Looker:
         from .observe import inspect_loaded
         from .snapshots import observational_hashes
         from .state.store import parse_run, read_state_bytes, run_path
-        from .supervise.events import _message
+        from .supervise.events import error_message
 
         try:
             _, raw = read_state_bytes(root, run_id)
@@ -87,7 +87,7 @@ class Looker:
                 changed = iso_from_ms(os.lstat(os.path.join(root, run_path(run_id))).st_mtime_ns // 1_000_000)
             except OSError:
                 changed = None
-            return [needs.unreadable_need(root, run_id, _message(error), changed)]
+            return [needs.unreadable_need(root, run_id, error_message(error), changed)]
         if len(self.hashes) > 200_000:
             self.hashes.clear()
         return needs.run_needs(root, run, needs.observations_of(inspection), now)

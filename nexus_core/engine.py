@@ -33,6 +33,7 @@ from .preconditions import (
     require,
     task_facts,
 )
+from .running_verification import end_running_verification, running_verification, verification_name
 from .shapes import Attempt, Backend, CheckReceipt, JsonObject, Run, Task, TaskDefinition
 from .snapshots import file_hash, files_snapshot, protected_snapshot, scope_snapshot
 from .state import canonical
@@ -1005,16 +1006,12 @@ def _verification_exists(
         return refusal
     if attempt["verification"]["status"] != "running":
         return refusal
-    from .observe import running_verification
-
     return NexusError(refusal.message, running_verification(root, run_id, task_id, attempt)["hint"])
 
 
 def _left_running(root: str, run_id: str, task_id: str, failure: StateNotWritten) -> NexusError:
     """A save after verify's prepare failed (a full disk): our refusal says which file, that the
     verification stays ``running`` as last saved, and the exact way out once the cause is fixed."""
-    from .observe import end_running_verification, verification_name
-
     try:
         run = load_run(root, run_id)
         attempt = latest(task_of(run, task_id))

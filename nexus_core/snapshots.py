@@ -8,6 +8,7 @@ import hashlib
 import os
 import stat
 import sys
+import time
 from collections.abc import Iterator
 
 from .errors import ENGINE_PREFIX, NexusError, fail
@@ -63,9 +64,10 @@ _observed: contextvars.ContextVar[dict[tuple[int, ...], str] | None] = contextva
 
 @contextlib.contextmanager
 def observational_hashes(cache: dict[tuple[int, ...], str]) -> Iterator[None]:
-    """Display-only reads (the dashboard) reuse a file's hash while its device, inode, size,
-    mtime and ctime are unchanged. Mutations (verify, accept...) never run inside this, so
-    they always hash for real."""
+    """Display-only reads (the dashboard, ``wait``, ``loop``, the scheduler) reuse a file's hash
+    while its device, inode, size, mtime and ctime are unchanged (an unchanged scope then costs
+    a walk, not a hash pass). Mutations (verify, accept...) never run inside this, so they
+    always hash for real."""
     token = _observed.set(cache)
     try:
         yield
@@ -73,19 +75,37 @@ def observational_hashes(cache: dict[tuple[int, ...], str]) -> Iterator[None]:
         _observed.reset(token)
 
 
+# File systems stamp mtime and ctime from a coarse clock (a few ms on Linux, up to 2 s on some
+# file systems): a same-size rewrite within one tick of a hash keeps the whole key. As git does
+# with "racily clean" entries, a file stamped within this window of the moment its hash was
+# taken is not remembered, so every look hashes it again until it is older.
+RACY_NANOSECONDS = 2_000_000_000
+
+
 def _cache_key(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+def _remember(cache: dict[tuple[int, ...], str], info: os.stat_result, digest: str, read_at_ns: int) -> str:
+    """``digest`` of the file ``info`` describes, read from ``read_at_ns`` on: kept unless racy."""
+    if max(info.st_mtime_ns, info.st_ctime_ns) < read_at_ns - RACY_NANOSECONDS:
+        cache[_cache_key(info)] = digest
+    return digest
+
+
 def hash_file(path: str) -> str:
     cache = _observed.get()
-    if cache is not None:
-        key = _cache_key(os.stat(path))
-        hit = cache.get(key)
-        if hit is None:
-            hit = cache[key] = _digest_path(path)
+    if cache is None:
+        return _digest_path(path)
+    hit = cache.get(_cache_key(os.stat(path)))
+    if hit is not None:
         return hit
-    return _digest_path(path)
+    read_at = time.time_ns()
+    fd, info = open_regular(path)
+    try:
+        return _remember(cache, info, _digest_fd(fd, info.st_size), read_at)
+    finally:
+        os.close(fd)
 
 
 def _digest_path(path: str) -> str:
@@ -119,11 +139,11 @@ def _digest_regular(fd: int, info: os.stat_result, file: str) -> str:
     cache = _observed.get()
     if cache is None:
         return _digest_fd(fd, info.st_size)
-    key = _cache_key(info)
-    hit = cache.get(key)
-    if hit is None:
-        hit = cache[key] = _digest_fd(fd, info.st_size)
-    return hit
+    hit = cache.get(_cache_key(info))
+    if hit is not None:
+        return hit
+    read_at = time.time_ns()
+    return _remember(cache, info, _digest_fd(fd, info.st_size), read_at)
 
 
 def _digest_fd(fd: int, size: int) -> str:
@@ -184,6 +204,8 @@ class _ScopeWalk:
     def file(self, dir_fd: int, name: str, rel: str) -> None:
         if rel in self.hashes:
             return
+        if self._cached(dir_fd, name, rel):
+            return
         absolute = os.path.join(self.root, rel)
         try:
             opened = open_file_at(dir_fd, name, absolute)
@@ -200,6 +222,24 @@ class _ScopeWalk:
             raise
         except (NexusError, OSError) as error:
             self.hashes[rel] = error
+
+    def _cached(self, dir_fd: int, name: str, rel: str) -> bool:
+        """Inside observational_hashes: a regular file whose version has a kept hash costs one
+        lstat relative to its open directory (no open). Anything else (a symlink, a FIFO, a
+        file too large, a missing one, a new version) takes the full path below."""
+        cache = _observed.get()
+        if cache is None:
+            return False
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return False
+        hit = cache.get(_cache_key(info)) if stat.S_ISREG(info.st_mode) and info.st_size <= FILE_LIMIT else None
+        if hit is None:
+            return False
+        self.budget.spend(info.st_size, rel, f"Scope {self.current} exceeds")
+        self.hashes[rel] = hit
+        return True
 
     def count(self) -> None:
         self.walked += 1

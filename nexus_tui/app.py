@@ -1,8 +1,8 @@
 """``nexus-tui``: the live, read-only dashboard over one or more nexus projects.
 
-Threads: one scanner thread per project owns its :class:`~nexus_tui.logic.model.ProjectScanner`
-and posts :class:`ProjectScanned` messages; a watchfiles task per project only asks for
-scans. Widgets are touched on the UI thread only, when a message arrives.
+Threads: one scanner thread owns every project's :class:`~nexus_tui.logic.model.ProjectScanner`
+and posts :class:`ProjectScanned` messages; one watchfiles watcher over every project's paths
+only asks for scans. Widgets are touched on the UI thread only, when a message arrives.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from .screens.inbox import Entry, InboxScreen
 from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
 from .serve_pages import PAGE_TITLE_META
-from .widgets import render
 from .widgets.action_log import ActionLogPanel
 from .widgets.demo_progress import DemoProgress
 from .widgets.footer import FittingFooter
@@ -62,6 +61,12 @@ WATCH_DEBOUNCE_MS = 50
 WATCH_STEP_MS = 10
 WATCH_ARMED_MS = 300
 MAX_WATCHED_SCOPES = 1000
+# Path changes of several projects (a --discover start) are taken together: one new watcher.
+REWATCH_COALESCE_SECONDS = 0.1
+# The watchers of projects whose paths changed are merged into one once the paths have stayed
+# the same this long, or at once when this many run (each costs a thread and wake-ups).
+MERGE_AFTER_SECONDS = 2.0
+MAX_WATCHERS = 8
 LOG_PANEL_ID = "action-log"
 # Middle-generation collections between two full ones (CPython's default is 10).
 FULL_COLLECTION_EVERY = 100
@@ -120,7 +125,13 @@ class NexusApp(App[None]):
         self.sessions += self.remote_tabs.sessions
         self._requests = ScanRequests(len(self.sessions))
         self.scans_applied = 0
+        self._rescan_turn = -1  # the project whose runs the next safety rescan re-inspects
         self.watch_backoffs = 0  # the watcher stopped on an error and waited (tests count them)
+        self._rewatch = asyncio.Event()  # set: the watched paths changed, or the watcher failed
+        self._watch_failed = False
+        self._watch_failures = 0  # in a row (the back-off doubles)
+        self._watchers: list[asyncio.Event] = []  # the stop events of the live watchers, oldest first
+        self._merging: asyncio.Event | None = None  # the watcher over everything not armed yet
         self.loaded = asyncio.Event()
         self._flow: ActionFlow | None = None
         self.jobs = Jobs()  # the verify and launch runs of this session (logic/jobs.py)
@@ -144,7 +155,7 @@ class NexusApp(App[None]):
     @read_only.setter
     def read_only(self, value: bool) -> None:
         self._read_only = value
-        for pane in self.query(ProjectPane) if self.is_running else ():
+        for pane in self.panes if self.is_running else ():  # composed or not (--discover)
             pane.read_only = value  # goes down to the status bar
             pane.sync_status(now_ms())
 
@@ -163,16 +174,14 @@ class NexusApp(App[None]):
             self.theme = self.settings.theme
         if self.settings.keys:
             self.set_keymap(dict(self.settings.keys))
-        render.use_theme_variables(self.get_css_variables())
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._start_scanner()
         self.remote_tabs.start()
         for session in self.sessions:
-            if session.remote is not None:
-                continue  # its host's observer feeds it
-            self._requests.ask(session.index, everything=True)
-            if self.use_watcher:
-                self._watch_project(session)
+            if session.remote is None:  # else its host's observer feeds it
+                self._requests.ask(session.index, everything=True)
+        if self.use_watcher:
+            self._watch_projects()
         if self.demo is not None:
             # Mounted here, not composed: every app's layout (--discover's too) gets the line.
             self.mount(DemoProgress(), before=self.query_one("#projects"))
@@ -188,8 +197,8 @@ class NexusApp(App[None]):
         self.panes[0].runs.focus()
 
     def _theme_changed(self, theme: Theme) -> None:
-        """The theme picker (T): every state colour comes from the theme, so redraw them all."""
-        render.use_theme_variables(self.get_css_variables())
+        """The theme picker (T): every state colour comes from the theme (widgets/styles.py), so
+        redraw them all."""
         now = now_ms()
         for pane in self.panes:
             pane.restyle(now)
@@ -200,9 +209,9 @@ class NexusApp(App[None]):
         if self.demo is not None:
             self.demo.stop()
         self._requests.close()
-        for session in self.sessions:
-            if session.watch_stop is not None:
-                session.watch_stop.set()
+        self._rewatch.set()
+        for stop in self._watchers:
+            stop.set()
         self.remote_tabs.close()
 
     @property
@@ -304,8 +313,7 @@ class NexusApp(App[None]):
             message.scope_paths != session.scope_paths or session.base_appeared(message.snapshot.root)
         ):
             session.scope_paths = message.scope_paths
-            if session.watch_stop is not None:
-                session.watch_stop.set()  # the watcher restarts on the new set of paths
+            self._rewatch.set()  # a new watcher on the new set of paths
         if not self.following:
             session.pending = message.snapshot
             pane.sync_status(now_ms())
@@ -475,61 +483,146 @@ class NexusApp(App[None]):
                 pane.refresh_times(now)
 
     def _on_rescan(self) -> None:
-        self.request_scan(everything=True)
+        """The safety net: every project is re-read (a stat of its run files); the runs of one
+        project are re-inspected in part (a round-robin share within a time budget, see
+        ``ProjectScanner``). One project per pass, in turn, unless polling (then every pass is
+        the whole mechanism): each project's share every 5 s kept a core busy with a fleet."""
+        local = [session.index for session in self.sessions if session.remote is None]
+        if self.poll or len(local) <= 1:
+            self.request_scan(everything=True)
+            return
+        self._rescan_turn = (self._rescan_turn + 1) % len(local)
+        for index in local:
+            self.request_scan(index, everything=index == local[self._rescan_turn])
 
-    # -- watching
-    @work(group="watch", exclusive=False, exit_on_error=False)
-    async def _watch_project(self, session: ProjectSession) -> None:
+    # -- watching: one watcher over every local project's paths
+    @work(group="watch-paths", exclusive=True, exit_on_error=False)
+    async def _watch_projects(self) -> None:
+        """Watches every local project's paths (watchfiles cannot add a path to a running
+        watcher). Projects whose paths changed get a watcher of their own at once (the others'
+        watchers keep running: a --discover start does not re-watch every project each time one
+        more is scanned); once the paths have stayed the same for a while, or too many watchers
+        run, one watcher over every path replaces them all, and the old ones keep watching until
+        it is armed, so no change falls between them. A watcher, once armed, asks a catch-up
+        rescan of the projects it is the first to watch so (as a project's own watcher did when
+        it was restarted)."""
+        loop = asyncio.get_running_loop()
+        watched: dict[int, tuple[str, ...]] = {}
+        merged, changed_at = True, loop.time()
+        while not self._requests.closed:
+            wanted = {
+                session.index: tuple(session.watched_paths(MAX_WATCHED_SCOPES))
+                for session in self.sessions
+                if session.remote is None
+            }
+            wanted = {index: paths for index, paths in wanted.items() if paths}
+            newly = set(wanted) if self._watch_failed else {i for i in wanted if wanted[i] != watched.get(i)}
+            if newly or set(watched) - set(wanted):
+                merged, changed_at = False, loop.time()
+            merging = self._merging is not None  # a watcher over everything is being armed
+            whole = self._watch_failed or (len(self._watchers) >= MAX_WATCHERS and not merging)
+            if newly and not whole:
+                self._start_watcher({index: wanted[index] for index in newly}, newly, replaces=False)
+            elif whole or (not merged and not merging and loop.time() - changed_at >= MERGE_AFTER_SECONDS):
+                self._start_watcher(wanted, newly, replaces=True)
+                merged = True
+            self._watch_failed = False
+            watched = wanted
+            # Until a project's root is known it has nothing to watch: look again each second.
+            await self._sleep_or_stop(self._rewatch, 1.0)
+            self._rewatch.clear()
+            await asyncio.sleep(REWATCH_COALESCE_SECONDS)
+
+    def _start_watcher(self, paths: dict[int, tuple[str, ...]], newly: set[int], *, replaces: bool) -> None:
+        """``replaces``: once armed, the watchers started before it stop (it watches everything)."""
+        stop = asyncio.Event()
+        self._watchers.append(stop)
+        if replaces:
+            self._merging = stop
+        self.run_worker(self._watch(paths, newly, stop, replaces), group="watch", name="watcher", exit_on_error=False)
+
+    async def _watch(
+        self, wanted: dict[int, tuple[str, ...]], newly: set[int], stop: asyncio.Event, replaces: bool
+    ) -> None:
         from watchfiles import awatch
 
-        index = session.index
-        failures = 0
-        while not self._requests.closed:
-            root = session.snapshot.root if session.snapshot else None
-            paths = session.watched_paths(MAX_WATCHED_SCOPES)
-            stop = asyncio.Event()
-            session.watch_stop = stop
-            if not paths:
-                await self._sleep_or_stop(stop, 1.0)
-                continue
-            armed = False
-            try:
-                async for changes in awatch(
-                    *paths,
-                    watch_filter=_ignore_temp_files,
-                    debounce=WATCH_DEBOUNCE_MS,
-                    step=WATCH_STEP_MS,
-                    stop_event=stop,
-                    recursive=True,
-                    ignore_permission_denied=True,
-                    rust_timeout=WATCH_ARMED_MS,
-                    yield_on_timeout=True,
-                ):
-                    if not armed:
-                        # The watcher is live now: rescan once for whatever changed while it
-                        # was being (re)started.
-                        armed = True
+        if not wanted:
+            if replaces:
+                self._retire(stop)
+                if self._merging is stop:
+                    self._merging = None
+            self._watchers.remove(stop)
+            return
+        owners: dict[str, set[int]] = {}
+        for index, project in wanted.items():
+            for path in project:
+                owners.setdefault(path.rstrip("/") or "/", set()).add(index)
+        armed = False
+        try:
+            async for changes in awatch(
+                *sorted(owners),
+                watch_filter=_ignore_temp_files,
+                debounce=WATCH_DEBOUNCE_MS,
+                step=WATCH_STEP_MS,
+                stop_event=stop,
+                recursive=True,
+                ignore_permission_denied=True,
+                rust_timeout=WATCH_ARMED_MS,
+                yield_on_timeout=True,
+            ):
+                if not armed:
+                    # Live now: the older watchers may stop, and the projects first watched
+                    # here are rescanned once for whatever changed while this one started.
+                    armed = True
+                    if replaces:
+                        self._retire(stop)
+                        if self._merging is stop:
+                            self._merging = None
+                    for index in sorted(newly):
                         self.request_scan(index, everything=True)
-                    if changes:
-                        self._on_changes(index, root or "", {path for _, path in changes})
-                failures = 0
-            except Exception as error:
-                if undecodable_path_changed(error):
-                    self.request_scan(index, everything=True)  # which path is unknown: every run
-                    continue
-                # A watched scope vanished, or no watch left: the rescan covers.
-                failures += 1
+                if changes:
+                    self._on_changes(owners, {path for _, path in changes})
+            self._watch_failures = 0
+            if stop in self._watchers:
+                self._watchers.remove(stop)
+        except Exception as error:
+            if stop in self._watchers:
+                self._watchers.remove(stop)
+            if self._merging is stop:
+                self._merging = None
+            self._watch_failed = True  # the next watcher rescans every project it watches
+            if not undecodable_path_changed(error):
+                # A watched scope vanished, or no watch left: the rescan covers; wait a little.
+                self._watch_failures += 1
                 self.watch_backoffs += 1
-                await self._sleep_or_stop(stop, min(30.0, 2.0**failures))
+                await asyncio.sleep(min(30.0, 2.0**self._watch_failures))
+            else:
+                for index in wanted:  # which path is unknown: every run
+                    self.request_scan(index, everything=True)
+            self._rewatch.set()
+
+    def _retire(self, armed: asyncio.Event) -> None:
+        """Stop every watcher started before ``armed``'s."""
+        while self._watchers and self._watchers[0] is not armed:
+            self._watchers.pop(0).set()
 
     @staticmethod
     async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), seconds)
 
-    def _on_changes(self, index: int, root: str, paths: set[str]) -> None:
-        # Run files need no matching (every scan re-stats them); scopes are looked up by prefix.
-        self.request_scan(index, runs=self.sessions[index].runs_touched(root, paths))
+    def _on_changes(self, owners: dict[str, set[int]], paths: set[str]) -> None:
+        """Each project whose watched paths hold a changed path is rescanned (``owners``: the
+        projects of each watched path): run files need no matching (every scan re-stats them);
+        scopes are looked up by prefix."""
+        changed: dict[int, set[str]] = {}
+        for path in paths:
+            for index in _owners_of(owners, path):
+                changed.setdefault(index, set()).add(path)
+        for index, mine in changed.items():
+            session = self.sessions[index]
+            root = session.snapshot.root if session.snapshot else None
+            self.request_scan(index, runs=session.runs_touched(root or "", mine))
 
     # -- actions (the registry in actions.py binds keys to these)
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -862,19 +955,17 @@ def _runner(app: NexusApp, action: str, namespace: Screen[Any] | None = None) ->
     return run
 
 
+def _owners_of(owners: dict[str, set[int]], path: str) -> set[int]:
+    """The projects watching ``path`` or one of its parent directories (a lookup per parent,
+    not a scan over every watched path: a fleet watches thousands)."""
+    found: set[int] = set()
+    while True:
+        found |= owners.get(path, set())
+        parent = os.path.dirname(path)
+        if parent == path:
+            return found
+        path = parent
+
+
 def _ignore_temp_files(change: Any, path: str) -> bool:
     return not path.endswith(".tmp")
-
-
-# ----------------------------------------------------------------- entry point
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``nexus-tui``: the command line lives in :mod:`nexus_tui.cli` (kept here for ``python -m``)."""
-    from .cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,8 +1,10 @@
 """``nexus-tui --discover ROOT``: the dashboard over every project under ROOT.
 
 An "All projects" tab first (:class:`~nexus_tui.widgets.overview.OverviewPane`), then one tab per
-project, each exactly as in the plain dashboard (same scanner thread, same watcher rules, one
-watcher per project). A discovery thread walks ROOT again every few seconds and posts the
+project, each exactly as in the plain dashboard (same scanner thread, the same one watcher over
+every project's paths). A project's pane is composed when its tab is first shown (mounting dozens
+of panes up front cost seconds before the first frame, and memory): until then its scans only
+feed the overview and its session. A discovery thread walks ROOT again every few seconds and posts the
 projects it had not seen; they get a tab of their own and a row in the overview.
 """
 
@@ -13,7 +15,6 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-import anyio.to_thread
 from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
@@ -27,13 +28,13 @@ from .logic.discovery import DEFAULT_DEPTH, discover_projects, summarize
 from .logic.selection import Selection
 from .logic.session import ProjectSession
 from .scanning import ProjectScanned, ScanRequests
+from .screens.inbox import Entry
 from .widgets.footer import FittingFooter
 from .widgets.overview import OverviewPane
 from .widgets.plain import plain_content
 from .widgets.project_pane import ProjectPane
 
 REDISCOVER_SECONDS = 2.0
-SPARE_THREADS = 8
 OVERVIEW_TAB = "tab-overview"
 # What keys may do while the overview is shown (the rest act on a project's pane).
 OVERVIEW_ACTIONS = frozenset(
@@ -102,10 +103,17 @@ class DiscoverApp(NexusApp):
         with TabbedContent(id="projects", initial=OVERVIEW_TAB):
             with TabPane("All projects", id=OVERVIEW_TAB):
                 yield self._overview
-            for session, pane in zip(self.sessions, self._project_panes, strict=True):
-                with TabPane(plain_content(session.label), id=f"tab-{session.index}"):
-                    yield pane
+            for session in self.sessions:
+                yield TabPane(plain_content(session.label), id=f"tab-{session.index}")
         yield FittingFooter()
+
+    async def compose_pane(self, index: int) -> ProjectPane:
+        """Project ``index``'s pane, composed into its tab if it was not yet (then shown with
+        the session's latest snapshot)."""
+        pane = self._project_panes[index]
+        if pane.parent is None:
+            await self.query_one(f"#tab-{index}", TabPane).mount(pane)
+        return pane
 
     @property
     def overview(self) -> OverviewPane:
@@ -118,10 +126,7 @@ class DiscoverApp(NexusApp):
         return self._project_panes
 
     def on_mount(self) -> None:
-        if self.use_watcher:
-            self._room_for_watchers()
-        for session in self.sessions:
-            self.overview.add(session.index, session.label)
+        self.overview.add_all([(session.index, session.label) for session in self.sessions])
         self.run_worker(self._discover_loop, thread=True, group="discovery", name="discovery", exit_on_error=False)
 
     def on_unmount(self) -> None:
@@ -149,30 +154,21 @@ class DiscoverApp(NexusApp):
             if directory not in self._known and self.is_running:
                 await self.add_project(directory)
 
-    def _room_for_watchers(self) -> None:
-        # Each watcher waits for file events in a worker thread (watchfiles runs its blocking
-        # wait through anyio), and anyio lends 40 threads in all: past that, watchers queue
-        # for a thread and a change waits with them. One thread per project, and some spare.
-        limiter = anyio.to_thread.current_default_thread_limiter()
-        limiter.total_tokens = max(limiter.total_tokens, len(self.directories) + SPARE_THREADS)
-
     async def add_project(self, directory: str) -> int:
-        """A tab, an overview row, a scan and (unless polling) one watcher for a new project."""
+        """A tab, an overview row and a scan for a new project (the watcher takes its paths once
+        its first scan names them)."""
         self._known.add(directory)
         index = self._requests.add()
         session = self.open_session(index, directory)
         tabs = self.query_one("#projects", TabbedContent)
         pane = self._pane_of(session)
-        await tabs.add_pane(TabPane(plain_content(session.label), pane, id=f"tab-{index}"))
+        await tabs.add_pane(TabPane(plain_content(session.label), id=f"tab-{index}"))
         # Listed once its pane exists: every list indexed by project then agrees.
         self._project_panes.append(pane)
         self.sessions.append(session)
         self.directories.append(directory)
         self.overview.add(index, session.label)
         self._requests.ask(index, everything=True)
-        if self.use_watcher:
-            self._room_for_watchers()
-            self._watch_project(session)
         return index
 
     # -- the overview follows every project's scans
@@ -183,14 +179,32 @@ class DiscoverApp(NexusApp):
             self._overview.show(message.index, summarize(message.snapshot))
 
     @on(OverviewPane.Opened)
-    def _open_project(self, message: OverviewPane.Opened) -> None:
+    async def _open_project(self, message: OverviewPane.Opened) -> None:
+        pane = await self.compose_pane(message.index)
         self.query_one("#projects", TabbedContent).active = f"tab-{message.index}"
-        self.panes[message.index].runs.focus()
+        pane.runs.focus()
 
     @on(TabbedContent.TabActivated)
-    def _overview_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def _overview_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == OVERVIEW_TAB:
             self.overview.table.focus()
+        elif event.pane.id is not None and not event.pane.query(ProjectPane):
+            # First shown (a tab clicked, or ] / [): compose its pane, then focus inside it.
+            pane = await self.compose_pane(int(event.pane.id.removeprefix("tab-")))
+            if self.query_one("#projects", TabbedContent).active == event.pane.id:
+                pane.runs.focus()
+
+    async def go_to_need(self, entry: Entry | None) -> None:  # type: ignore[override]
+        if entry is not None:
+            await self.compose_pane(entry[0])
+        super().go_to_need(entry)
+
+    async def action_oldest_need(self) -> None:  # type: ignore[override]
+        entries = self.inbox_entries()
+        if not entries:
+            self.notify("Nothing needs a person.", timeout=3)
+            return
+        await self.go_to_need(entries[0])
 
     # -- the overview is not a project: keys that act on a project's pane are off there
     def _on_overview(self) -> bool:
@@ -230,5 +244,11 @@ class DiscoverApp(NexusApp):
         tabs.active = target
         if target == OVERVIEW_TAB:
             self.overview.table.focus()
+            return
+        pane = self.panes[int(target.removeprefix("tab-"))]
+        if pane.parent is not None:
+            pane.runs.focus()
         else:
-            self.panes[int(target.removeprefix("tab-"))].runs.focus()
+            # Its pane is composed on activation (_overview_activated focuses inside it): let no
+            # hidden widget keep the focus meanwhile, or the tabs switch back to it.
+            self.set_focus(None)

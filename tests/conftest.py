@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -38,5 +38,5 @@ def run_cli(
 
 
 @pytest.fixture
-def nexus_cli():
+def nexus_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_cli

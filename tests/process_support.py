@@ -9,9 +9,9 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nexus_core import engine
 
@@ -197,7 +197,9 @@ def create(root: Path, run_id: str, tasks: list[dict[str, Any]], max_parallel: i
                 write(brief, f"Task {task['id']}.\nscenario:{scenario}\n")
             if execution["adapter"] == "codex-exec" and not execution["command"]:
                 execution["command"] = str(root / "tools" / "fake-codex")
-    return engine.create_run(str(root), {"id": run_id, "maxParallel": max_parallel, "tasks": tasks})
+    return cast(
+        dict[str, Any], engine.create_run(str(root), {"id": run_id, "maxParallel": max_parallel, "tasks": tasks})
+    )
 
 
 def cli(root: Path, *args: str, input_value: Any = None, tmp: Path | None = None) -> tuple[int, Any, str]:
@@ -268,7 +270,7 @@ def wait_running(root: Path, run_id: str, task_id: str) -> dict[str, Any]:
     return wait_for(spawned, what=f"{run_id}/{task_id} to be running")  # type: ignore[no-any-return]
 
 
-def identity(attempt: dict[str, Any]) -> dict[str, Any]:
+def identity(attempt: Mapping[str, Any]) -> dict[str, Any]:
     return {"attemptId": attempt["id"], "backend": attempt["backend"]}
 
 

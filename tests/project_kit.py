@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nexus_core import engine
+
+# The nexus_cli fixture (conftest.py's run_cli): the real `nexus` as a subprocess.
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 HOST = {"kind": "host", "id": "tester", "sessionId": "s1"}
 CHECK_SCRIPT = """\
@@ -64,7 +69,7 @@ class Project:
         self.dir = str(root)
 
     def create(self, value: dict[str, Any]) -> dict[str, Any]:
-        return engine.create_run(self.dir, value)
+        return cast(dict[str, Any], engine.create_run(self.dir, value))  # the run as plain JSON
 
     def write_result(self, task_id: str, text: str = "ok\n") -> None:
         target = self.root / "out" / task_id
@@ -73,10 +78,10 @@ class Project:
 
     def start(self, run_id: str, task_id: str, backend: dict[str, Any] | None = None) -> str:
         run = engine.start_task(self.dir, run_id, task_id, {"backend": backend or HOST})
-        return self.latest(run, task_id)["id"]
+        return str(self.latest(run, task_id)["id"])
 
     @staticmethod
-    def latest(run: dict[str, Any], task_id: str) -> dict[str, Any]:
+    def latest(run: Mapping[str, Any], task_id: str) -> dict[str, Any]:
         task = next(t for t in run["tasks"] if t["id"] == task_id)
         return task["attempts"][-1]  # type: ignore[no-any-return]
 

@@ -10,8 +10,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nexus_core.state import store
 
@@ -131,10 +132,10 @@ def tree_bytes(root: Path) -> dict[str, tuple[int, int, bytes | str]]:
 
 def load_all_runs(root: Path) -> dict[str, dict[str, Any]]:
     """Every run file of the project through the real loader (checksum and lifecycle checks)."""
-    return {run_id: store.load_run(str(root), run_id) for run_id in store.list_run_ids(str(root))}
+    return {run_id: cast(dict[str, Any], store.load_run(str(root), run_id)) for run_id in store.list_run_ids(str(root))}
 
 
-def latest_attempt(run: dict[str, Any], task_id: str) -> dict[str, Any] | None:
+def latest_attempt(run: Mapping[str, Any], task_id: str) -> dict[str, Any] | None:
     task = next(t for t in run["tasks"] if t["id"] == task_id)
     return task["attempts"][-1] if task["attempts"] else None
 

@@ -11,13 +11,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from project_kit import HOST, Project, plan, task_def
+from project_kit import HOST, Project, RunCli, plan, task_def
 
 from nexus_core import engine
 from nexus_core.cli.main import dispatch
@@ -86,7 +86,7 @@ def _fresh(project: Project) -> None:
     project.create(plan("r1", task_def("a"), task_def("c", dependsOn=["a"])))
 
 
-REFUSALS: dict[str, tuple[Setup, str]] = {
+REFUSALS: dict[str, tuple[Setup, str | None]] = {
     # create
     "create-bad-plan-id": (
         lambda p: Call("create", options=plan("Bad ID")),
@@ -425,7 +425,7 @@ def _api(project: Project, call: Call) -> Any:
 
 
 @pytest.mark.parametrize("case", sorted(REFUSALS))
-def test_refusal_through_cli_and_api(case: str, tmp_path: Path, nexus_cli) -> None:
+def test_refusal_through_cli_and_api(case: str, tmp_path: Path, nexus_cli: RunCli) -> None:
     setup, message = REFUSALS[case]
     project = Project(tmp_path / "project")
     call = setup(project)
@@ -451,7 +451,7 @@ def test_refusal_through_cli_and_api(case: str, tmp_path: Path, nexus_cli) -> No
 # --- happy paths ------------------------------------------------------------------------
 
 
-def _cli_json(nexus_cli, project: Project, *args: str, tmp: Path, options: Any = None) -> tuple[int, Any]:
+def _cli_json(nexus_cli: RunCli, project: Project, *args: str, tmp: Path, options: Any = None) -> tuple[int, Any]:
     extra: list[str] = []
     if options is not None:
         path = tmp / f"in-{args[0]}.json"
@@ -462,11 +462,11 @@ def _cli_json(nexus_cli, project: Project, *args: str, tmp: Path, options: Any =
     return result.returncode, canonical.parse(result.stdout)
 
 
-def _task(run: dict[str, Any], task_id: str) -> dict[str, Any]:
+def _task(run: Mapping[str, Any], task_id: str) -> dict[str, Any]:
     return next(t for t in run["tasks"] if t["id"] == task_id)
 
 
-def test_full_lifecycle_through_cli(tmp_path: Path, nexus_cli) -> None:
+def test_full_lifecycle_through_cli(tmp_path: Path, nexus_cli: RunCli) -> None:
     project = Project(tmp_path / "project")
     code, run = _cli_json(
         nexus_cli, project, "create", tmp=tmp_path, options=plan("r1", task_def("a"), task_def("c", dependsOn=["a"]))
@@ -502,7 +502,7 @@ def test_full_lifecycle_through_cli(tmp_path: Path, nexus_cli) -> None:
     assert observation["c"]["overdue"] is False
 
 
-def test_failed_verification_exits_1_then_retry_and_accept(tmp_path: Path, nexus_cli) -> None:
+def test_failed_verification_exits_1_then_retry_and_accept(tmp_path: Path, nexus_cli: RunCli) -> None:
     project = Project(tmp_path / "project")
     project.create(plan("r1", task_def("a")))
     first = project.completed("r1", "a", "wrong\n")
@@ -523,7 +523,7 @@ def test_failed_verification_exits_1_then_retry_and_accept(tmp_path: Path, nexus
     assert _cli_json(nexus_cli, project, "accept", "r1", "a", tmp=tmp_path)[0] == 0
 
 
-def test_cancel_then_reconcile_then_retry(tmp_path: Path, nexus_cli) -> None:
+def test_cancel_then_reconcile_then_retry(tmp_path: Path, nexus_cli: RunCli) -> None:
     project = Project(tmp_path / "project")
     project.create(plan("r1", task_def("a", idempotent=False)))
     attempt = project.start("r1", "a")
@@ -539,7 +539,7 @@ def test_cancel_then_reconcile_then_retry(tmp_path: Path, nexus_cli) -> None:
     assert code == 0 and len(_task(run, "a")["attempts"]) == 2
 
 
-def test_recover_lock_happy_path_writes_receipt_and_unblocks(tmp_path: Path, nexus_cli) -> None:
+def test_recover_lock_happy_path_writes_receipt_and_unblocks(tmp_path: Path, nexus_cli: RunCli) -> None:
     project = Project(tmp_path / "project")
     _fresh(project)
     pid = _dead_pid()
@@ -573,10 +573,10 @@ def test_recover_lock_happy_path_writes_receipt_and_unblocks(tmp_path: Path, nex
 def engine_inspect(project: Project, run_id: str | None = "r1") -> dict[str, Any]:
     from nexus_core import observe
 
-    return observe.inspect_run(project.dir, run_id)
+    return cast(dict[str, Any], observe.inspect_run(project.dir, run_id))
 
 
-def test_check_timeout_is_ambiguous_and_kills_the_child(tmp_path: Path, nexus_cli) -> None:
+def test_check_timeout_is_ambiguous_and_kills_the_child(tmp_path: Path, nexus_cli: RunCli) -> None:
     project = Project(tmp_path / "project")
     (project.root / "checks" / "spin.sh").write_text("echo started\nwhile :; do :; done\n")
     slow = task_def(
@@ -687,13 +687,13 @@ USAGE = (
         ),
     ],
 )
-def test_cli_grammar_errors(args: list[str], stderr: str, tmp_path: Path, nexus_cli) -> None:
+def test_cli_grammar_errors(args: list[str], stderr: str, tmp_path: Path, nexus_cli: RunCli) -> None:
     result = nexus_cli(*args, "-d", str(tmp_path))
     assert (result.returncode, result.stdout, result.stderr) == (1, "", stderr)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_bare_nexus_gives_commanders_line_then_the_full_help(tmp_path: Path, nexus_cli) -> None:
+def test_a_bare_nexus_gives_commanders_line_then_the_full_help(tmp_path: Path, nexus_cli: RunCli) -> None:
     result = nexus_cli("-d", str(tmp_path))
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.startswith("error: missing required argument 'action'\n\nUsage: nexus ")
@@ -701,7 +701,7 @@ def test_a_bare_nexus_gives_commanders_line_then_the_full_help(tmp_path: Path, n
     assert list(tmp_path.iterdir()) == []
 
 
-def test_inspect_inventory_of_empty_project_creates_nothing(tmp_path: Path, nexus_cli) -> None:
+def test_inspect_inventory_of_empty_project_creates_nothing(tmp_path: Path, nexus_cli: RunCli) -> None:
     result = nexus_cli("inspect", "-d", str(tmp_path))
     assert result.returncode == 0
     inventory = json.loads(result.stdout)
@@ -709,7 +709,7 @@ def test_inspect_inventory_of_empty_project_creates_nothing(tmp_path: Path, nexu
     assert list(tmp_path.iterdir()) == []
 
 
-def test_missing_project_directory(tmp_path: Path, nexus_cli) -> None:
+def test_missing_project_directory(tmp_path: Path, nexus_cli: RunCli) -> None:
     missing = tmp_path / "nowhere"
     result = nexus_cli("inspect", "-d", str(missing))
     assert (result.returncode, result.stderr) == (1, f"Nexus: Nexus: Project directory does not exist: {missing}\n")

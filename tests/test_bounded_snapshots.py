@@ -64,7 +64,7 @@ def test_the_file_limit_stops_the_listing_at_the_limit(tmp_path: Path, monkeypat
     empty_files(tmp_path / "work" / "many", 15_000)
     seen = [0]
     real = os.scandir
-    monkeypatch.setattr(snapshots.os, "scandir", lambda fd: _CountedListing(real(fd), seen))
+    monkeypatch.setattr(os, "scandir", lambda fd: _CountedListing(real(fd), seen))
     with pytest.raises(NexusError, match=r"^Nexus: Scope exceeds the 10000 file snapshot limit\.$"):
         snapshots.scope_snapshot(str(tmp_path), ["work"])
     # "work" lists one entry ("many"), then "many" stops at the 10,001st file.

@@ -9,6 +9,7 @@ nor on this machine.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from fixture_tools import (
     state_files,
     substitute_root,
 )
+from project_kit import RunCli
 
 from nexus_core import observe, timeutil
 from nexus_core.snapshots import hash_file
@@ -116,7 +118,7 @@ def _without_additive(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _comparable(name: str, file: str, value: dict[str, Any], root: Path) -> dict[str, Any]:
+def _comparable(name: str, file: str, value: Mapping[str, Any], root: Path) -> dict[str, Any]:
     value = _without_additive(canonical.copy(value))
     if file == "inspect.json":
         # The inventory names the framework that answers: ours, not the reference's 0.23.1.
@@ -159,7 +161,7 @@ def _human_outputs() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("name", "file"), _human_outputs(), ids=lambda v: str(v))
-def test_human_inspect_agrees_with_reference(name: str, file: str, tmp_path: Path, nexus_cli) -> None:
+def test_human_inspect_agrees_with_reference(name: str, file: str, tmp_path: Path, nexus_cli: RunCli) -> None:
     """The human form has no clock-dependent line; compare it through the real CLI."""
     root = relocate(name, tmp_path)
     run_id = file.removeprefix("inspect-").removesuffix(".txt")

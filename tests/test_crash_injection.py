@@ -18,6 +18,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ class Harness:
         self.runs[run_id] = scopes
         self.acknowledged.append(out)
 
-    def next_step(self, run: dict[str, Any], task_id: str) -> tuple[str, dict[str, Any] | None] | None:
+    def next_step(self, run: Mapping[str, Any], task_id: str) -> tuple[str, dict[str, Any] | None] | None:
         """The action that brings this task forward from its recorded state."""
         task = next(t for t in run["tasks"] if t["id"] == task_id)
         if task["integration"] == "accepted":
@@ -437,8 +438,8 @@ def test_sigkill_during_recover_lock_leaves_a_documented_way_out(tmp_path: Path)
             child.communicate()
             kills += 1
         else:
-            out, err = child.communicate()
-            assert child.returncode == 0, (out, err)
+            output = child.communicate()
+            assert child.returncode == 0, output
             typical = time.monotonic() - started if not typical else 0.7 * typical + 0.3 * (time.monotonic() - started)
             recoveries += 1
         # Whatever the moment: the state is intact, every receipt is complete, every leftover is reported.
@@ -578,8 +579,9 @@ def test_a_verification_left_running_says_who_owned_it_and_what_ends_it(tmp_path
         assert part in hint, (part, hint)
     # Follow the hint to the end: recover the lock, reconcile with the very input it gives, verify.
     lock = inspected["lock"]
-    observation = {"expectedHash": lock["hash"], "ownerStopped": True, "note": "The verifier was killed."}
-    assert run_cli_json(root, "recover-lock", input_file=write_json(inputs / "l.json", observation))[0] == 0
+    assert lock is not None
+    recovery = {"expectedHash": lock["hash"], "ownerStopped": True, "note": "The verifier was killed."}
+    assert run_cli_json(root, "recover-lock", input_file=write_json(inputs / "l.json", recovery))[0] == 0
     given = json.loads(hint.split("FILE holding ", 1)[1].split(" (outcome failed", 1)[0])
     code, reconciled, err = run_cli_json(
         root, "reconcile", "alpha", "t0", input_file=write_json(inputs / "c.json", given)

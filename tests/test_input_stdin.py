@@ -56,7 +56,10 @@ def test_the_same_input_from_a_file_and_from_stdin_gives_the_same_state(project:
     from_file = nexus(project, "start", "r", "t0", "--input", str(path))
     from_stdin = nexus(other, "start", "r", "t0", "--input", "-", stdin=body)
     assert (from_file.returncode, from_stdin.returncode) == (0, 0)
-    attempt_id = lambda out: out.split(b"Attempt: ")[1].split(b";")[0]  # noqa: E731
+
+    def attempt_id(out: bytes) -> bytes:
+        return out.split(b"Attempt: ")[1].split(b";")[0]
+
     assert from_file.stdout.replace(attempt_id(from_file.stdout), b"ID") == from_stdin.stdout.replace(
         attempt_id(from_stdin.stdout), b"ID"
     )

@@ -34,7 +34,7 @@ from process_support import (
 from nexus_core import engine, observe
 from nexus_core.backend import process
 from nexus_core.errors import NexusError
-from nexus_core.state import canonical
+from nexus_core.state import canonical, store
 
 LONG = os.environ.get("NEXUS_LONG") == "1"
 HOST = {"kind": "host", "id": "storm-tester", "sessionId": "s1"}
@@ -198,10 +198,10 @@ def test_every_started_verification_finishes_while_others_write(project: Path) -
     assert all(int(ok) > 0 for ok, _ in storm_counts), report  # the others really wrote meanwhile
     # Every run file is intact and no verification anywhere was left running.
     for run_id in [*runs, *(f"storm{k}-1" for k in range(3))]:
-        run = engine.load_run(str(project), run_id)
+        run = store.load_run(str(project), run_id)
         for task in run["tasks"]:
-            for attempt in task["attempts"]:
-                assert attempt["verification"]["status"] != "running"
+            for stored in task["attempts"]:
+                assert stored["verification"]["status"] != "running"
 
 
 def test_launch_keeps_its_child_and_receipt_through_a_storm(project: Path) -> None:

@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from supervise_kit import Project, dead_pid, nexus_command, task_def, until
@@ -39,10 +40,10 @@ class FakeTime:
             hook()
 
 
-def loop(project: Project, every: float = 60, **options: object) -> tuple[LoopResult, list[str], FakeTime]:
+def loop(project: Project, every: float = 60, **options: Any) -> tuple[LoopResult, list[str], FakeTime]:
     fake = FakeTime()
     hooks = options.pop("hooks", [])
-    fake.on_sleep = list(hooks)  # type: ignore[call-overload]
+    fake.on_sleep = list(hooks)
     on_line = options.pop("on_line", None)
     lines: list[str] = []
 
@@ -54,7 +55,7 @@ def loop(project: Project, every: float = 60, **options: object) -> tuple[LoopRe
 
     result = run_loop(
         str(project.root), project.run_id, every, emit=emit, clock=fake.clock, sleeper=fake.sleep, **options
-    )  # type: ignore[arg-type]
+    )
     return result, lines, fake
 
 
@@ -99,8 +100,8 @@ def test_cli_refuses_bad_intervals_clearly(project: Project) -> None:
         assert (done.returncode, done.stdout, done.stderr) == (1, "", message)
     done = subprocess.run(nexus_command("loop", "demo", "-d", str(project.root)), capture_output=True, text=True)
     assert (done.returncode, done.stderr) == (1, "error: missing required option '--every'\n")
-    done = subprocess.run(nexus_command("loop", "nope", "--every", "1m", "-d", str(project.root)), capture_output=True)
-    assert done.returncode == 1 and done.stderr.startswith(b"Nexus: Nexus: Unknown run: nope")
+    raw = subprocess.run(nexus_command("loop", "nope", "--every", "1m", "-d", str(project.root)), capture_output=True)
+    assert raw.returncode == 1 and raw.stderr.startswith(b"Nexus: Nexus: Unknown run: nope")
     help_text = subprocess.run(nexus_command("loop", "--help"), capture_output=True, text=True).stdout
     assert "lives in this process only" in help_text and "500" in help_text
 

@@ -23,7 +23,7 @@ from dashboard_kit import HOST, finish, small_project, tree_fingerprint
 from nexus_core import engine, observe_protocol
 from nexus_core.state.store import load_run
 from nexus_core.view.codec import SnapshotReader
-from nexus_core.view.model import ProjectScanner, ProjectSnapshot
+from nexus_core.view.model import ProjectScanner, ProjectSnapshot, RunView
 from nexus_tui.logic.demo import build_demo
 
 
@@ -52,6 +52,17 @@ class Observed:
         if message["type"] in ("snapshot", "change"):
             self.snapshots[message["project"]].apply(message)
         return message
+
+    def snapshot(self, project: int) -> ProjectSnapshot:
+        """Project ``project``'s snapshot as the lines so far make it (one came already)."""
+        shown = self.snapshots[project].snapshot
+        assert shown is not None, "no snapshot of this project yet"
+        return shown
+
+    def run(self, project: int, run_id: str) -> RunView:
+        view = self.snapshot(project).run(run_id)
+        assert view is not None, f"no run {run_id} in the snapshot"
+        return view
 
     def until(self, predicate: Callable[[], Any], timeout: float = 60) -> Any:
         deadline = time.monotonic() + timeout
@@ -144,17 +155,13 @@ def test_a_change_on_disk_is_a_line_with_only_the_changed_run(
     finish(root, "live", "t1", summary="finished \x1b]52;c;AAAA\x07 \u009b31m")
     change = stream.until(
         lambda: next(
-            (
-                m
-                for m in stream.messages
-                if m["type"] == "change" and stream.snapshots[0].snapshot.run("live").count("accepted")
-            ),
+            (m for m in stream.messages if m["type"] == "change" and stream.run(0, "live").count("accepted")),
             None,
         )
     )
     assert change["runs"] == ["live", "other"]
     assert [view["run_id"] for view in change["snapshot"]["runs"]] == ["live"]
-    assert comparable(stream.snapshots[0].snapshot) == comparable(local_snapshot(root))
+    assert comparable(stream.snapshot(0)) == comparable(local_snapshot(root))
 
 
 def stopped_after(signal_name: str, seconds: int) -> list[str]:
@@ -214,15 +221,15 @@ def test_a_fresh_read_is_answered_after_its_scan(demo: str, observed: Callable[.
     stream.send(observe_protocol.rescan(0, ("hotfix",), token="fresh-1"))
     answer = stream.until(lambda: next((m for m in stream.messages if m["type"] == "rescanned"), None))
     assert answer == {"type": "rescanned", "project": 0, "token": "fresh-1"}
-    assert stream.snapshots[0].snapshot.run("hotfix") is not None
+    assert stream.snapshot(0).run("hotfix") is not None
 
 
 def test_several_projects_in_one_observer(tmp_path: Path, demo: str, observed: Callable[..., Observed]) -> None:
     other = small_project(tmp_path / "other")
     stream = observed(demo, other)
     stream.until(lambda: settled(stream.snapshots[0], None) and settled(stream.snapshots[1], None))
-    assert [view.run_id for view in stream.snapshots[1].snapshot.runs] == ["live"]
-    assert comparable(stream.snapshots[1].snapshot) == comparable(local_snapshot(other))
+    assert [view.run_id for view in stream.snapshot(1).runs] == ["live"]
+    assert comparable(stream.snapshot(1)) == comparable(local_snapshot(other))
 
 
 def test_a_missing_project_is_an_error_in_its_snapshot_not_an_exit(

@@ -82,12 +82,13 @@ def base(root: Path, adapter: str = "command") -> dict[str, Any]:
 
 def at(plan: dict[str, Any], where: str) -> dict[str, Any]:
     """The object of a doc location in ``plan``."""
-    return {
+    places: dict[str, dict[str, Any]] = {
         "plan": plan,
         "plan.tasks[i]": plan["tasks"][0],
         "plan.tasks[i].checks[j]": plan["tasks"][0]["checks"][0],
         "plan.tasks[i].execution": plan["tasks"][0]["execution"],
-    }[where]
+    }
+    return places[where]
 
 
 def accepted(root: Path, plan: dict[str, Any]) -> bool:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import copy
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +24,7 @@ from nexus_core import actions, engine
 from nexus_core.backend.checks import check_environment
 from nexus_core.errors import NexusError
 from nexus_core.preconditions import first_refusal
+from nexus_core.shapes import Backend, Run, Task
 from nexus_core.snapshots import files_snapshot, scope_snapshot
 from nexus_core.state import canonical, store
 from nexus_core.state.store import load_run
@@ -37,7 +39,7 @@ PROCESS_STATES = (None, "starting", "running", "finished")
 # ----------------------------------------------------------------- the deterministic situations
 
 
-def attempt_id(run: dict[str, Any], task_id: str) -> str | None:
+def attempt_id(run: Mapping[str, Any], task_id: str) -> str | None:
     task = next(t for t in run["tasks"] if t["id"] == task_id)
     return task["attempts"][-1]["id"] if task["attempts"] else None
 
@@ -121,7 +123,7 @@ def target_def(target: str) -> dict[str, Any]:
 @dataclass
 class Template:
     root: str
-    run: dict[str, Any] = field(repr=False)
+    run: Run = field(repr=False)
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +144,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
     return Template(project, engine.accept_task(project, "r", "dep"))
 
 
-def backend_of(kind: str) -> dict[str, Any]:
+def backend_of(kind: str) -> Backend:
     if kind == "host":
         return engine.backend_identity(HOST)
     identity = {"kind": "process", "id": "owner", "sessionId": "s", "hostname": ELSEWHERE, "ownerPid": 4242}
@@ -330,19 +332,19 @@ def build_attempt(root: str, run: dict[str, Any], target: str, shape: dict[str, 
     return attempt
 
 
-def stored_state(template: Template, state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def stored_state(template: Template, state: dict[str, Any]) -> tuple[Run, Task]:
     """The template's run with the target's record replaced, saved: (run as loaded, task)."""
-    run = copy.deepcopy(template.run)
+    run: dict[str, Any] = copy.deepcopy(dict(template.run))  # edited as plain JSON
     target = state["target"]
     built = [build_attempt(template.root, run, target, shape) for shape in state["attempts"]]
     task = next(t for t in run["tasks"] if t["id"] == target)
     task.update(integration=state["integration"], attempts=built)
-    store.save_run(template.root, run)
+    store.save_run(template.root, cast(Run, run))
     loaded = load_run(template.root, "r")
     return loaded, next(t for t in loaded["tasks"] if t["id"] == target)
 
 
-def well_formed_input(name: str, task: dict[str, Any], retry: bool | None) -> Any:
+def well_formed_input(name: str, task: Mapping[str, Any], retry: bool | None) -> Any:
     latest = task["attempts"][-1] if task["attempts"] else None
     bound = {
         "attemptId": latest["id"] if latest else None,

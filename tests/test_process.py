@@ -37,6 +37,7 @@ from nexus_core import engine, observe, timeutil
 from nexus_core.backend import process
 from nexus_core.backend.checks import check_environment
 from nexus_core.errors import NexusError
+from nexus_core.shapes import Run
 from nexus_core.state import canonical
 
 
@@ -693,7 +694,7 @@ def take_over(root: Path, run_id: str, task_id: str) -> dict[str, Any]:
     replacing the state); returns its identity."""
     taken: dict[str, Any] = {}
 
-    def replace_owner(_root: str, run: dict[str, Any]) -> None:
+    def replace_owner(_root: str, run: Run) -> None:
         attempt = next(t for t in run["tasks"] if t["id"] == task_id)["attempts"][-1]
         attempt["backend"] = {**attempt["backend"], "sessionId": "another-session"}
         taken.update(identity(attempt))

@@ -68,7 +68,7 @@ def test_wait_ended_by_sigterm_says_so_and_exits_143(tmp_path: Path) -> None:
     )
     assert child.stdout is not None and child.stderr is not None
     lines: list[str] = []
-    until(lambda: lines.append(child.stdout.readline()) or bool(lines[-1]), what="the first event")  # type: ignore[union-attr]
+    until(lambda: lines.append(child.stdout.readline()) or bool(lines[-1]), what="the first event")
     child.send_signal(signal.SIGTERM)
     errors = child.stderr.read()
     assert child.wait(timeout=60) == 143

@@ -9,13 +9,13 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from project_kit import Project, plan, task_def
 
 from nexus_core import engine
 from nexus_core.errors import NexusError
+from nexus_core.shapes import Run
 from nexus_core.state import canonical, store
 
 CORRUPT = "Corrupt or foreign run state; original bytes were preserved."
@@ -39,7 +39,7 @@ def state_path(project: Project) -> Path:
     return project.root / store.run_path("r1")
 
 
-def kept_save(project: Project) -> dict[str, Any]:
+def kept_save(project: Project) -> Run:
     run = store.load_run(project.dir, "r1")
     return store.save_run(project.dir, run, keep=True)
 
@@ -48,7 +48,7 @@ def count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     parsed: list[str] = []
     full_parse = store.parse_run
 
-    def counting(root: str, run_id: str, raw: bytes) -> store.Run:
+    def counting(root: str, run_id: str, raw: bytes) -> Run:
         parsed.append(run_id)
         return full_parse(root, run_id, raw)
 
@@ -162,7 +162,7 @@ def test_another_object_or_a_failed_change_is_not_reused(project: Project) -> No
     look_alike = canonical.copy(run)
     assert store.load_run(project.dir, "r1", saved=look_alike) is not look_alike
 
-    def change_then_refuse(_root: str, changed: store.Run) -> None:
+    def change_then_refuse(_root: str, changed: Run) -> None:
         changed["tasks"][0]["integration"] = "rejected"
         raise NexusError("Refused.")
 

@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "tui"))
 
 from dashboard_kit import eventually, loaded, quiet_app, small_project, tree_fingerprint
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from nexus_core.schedule import core
 from nexus_core.timeutil import now_ms
@@ -47,7 +47,8 @@ async def test_the_panel_lists_each_schedule_and_watching_writes_nothing(
 
     def recording_connect(database: str, *args: Any, **kwargs: Any) -> sqlite3.Connection:
         opened.append(database)
-        return real_connect(database, *args, **kwargs)
+        connection: sqlite3.Connection = real_connect(database, *args, **kwargs)
+        return connection
 
     monkeypatch.setattr(sqlite3, "connect", recording_connect)
     before = tree_fingerprint(root)
@@ -175,7 +176,7 @@ async def test_paused_is_visible_at_80_columns(tmp_path: Path) -> None:
 
 
 def _status(panel: SchedulesScreen) -> str:
-    status = panel.query_one("#panel-status")
+    status = panel.query_one("#panel-status", Static)
     return str(getattr(status.content, "plain", status.content))
 
 

@@ -10,6 +10,7 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,10 +66,11 @@ def test_a_directory_swapped_for_a_symlink_never_leads_a_hash_outside(swapped: t
         while snapshots < SNAPSHOTS or min(hashed.values()) < SEEN or refused < SEEN:
             assert time.monotonic() < deadline, (snapshots, hashed, refused, swaps)
             snapshots += 1
-            for kind, take in (
+            takers: tuple[tuple[str, Callable[[], dict[str, str | None]]], ...] = (
                 ("scope", lambda: scope_snapshot(str(root), ["work"])),
                 ("artifact", lambda: files_snapshot(str(root), ["work/sub/passwd"], False)),
-            ):
+            )
+            for kind, take in takers:
                 try:
                     snapshot = take()
                 except NexusError:

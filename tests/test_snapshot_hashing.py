@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,19 @@ def _after_a_timestamp_tick(path: Path) -> None:
     raise AssertionError("the file system clock did not move")
 
 
+def _older_than_the_racy_window(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Until ``path``'s timestamps are outside the racy window (shrunk to 50 ms so the test
+    waits that long, not 2 s): only then is its hash remembered (bounded, waits for it)."""
+    monkeypatch.setattr(snapshots, "RACY_NANOSECONDS", 50_000_000)
+    info = path.stat()
+    newest = max(info.st_mtime_ns, info.st_ctime_ns)
+    for _ in range(100_000):
+        if time.time_ns() - snapshots.RACY_NANOSECONDS > newest:
+            return
+        time.sleep(0.001)
+    raise AssertionError("the clock did not move past the racy window")
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "out").mkdir()
@@ -45,7 +59,8 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_an_unchanged_file_reuses_its_cached_hash(project: Path) -> None:
+def test_an_unchanged_file_reuses_its_cached_hash(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _older_than_the_racy_window(project / "out" / "a.txt", monkeypatch)
     cache: dict[tuple[int, ...], str] = {}
     assert _displayed(project, cache) == _sha(b"one\n")
     assert len(cache) == 1
@@ -62,12 +77,16 @@ def test_an_unchanged_file_reuses_its_cached_hash(project: Path) -> None:
     "change",
     ["size", "same-size-rewrite-with-mtime-restored", "replaced-by-rename-same-size-and-mtime", "chmod-only"],
 )
-def test_a_changed_file_misses_the_cache_even_with_its_size_and_mtime_restored(project: Path, change: str) -> None:
+def test_a_changed_file_misses_the_cache_even_with_its_size_and_mtime_restored(
+    project: Path, change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """README: display hashes are cached by (device, inode, size, mtime, ctime): the inode and
     ctime catch the edits that keep the size and mtime."""
     path = project / "out" / "a.txt"
+    _older_than_the_racy_window(path, monkeypatch)
     cache: dict[tuple[int, ...], str] = {}
     _displayed(project, cache)
+    assert len(cache) == 1
     for key in cache:
         cache[key] = "cached"  # a stale answer, if the key were reused
     _after_a_timestamp_tick(path)
@@ -89,7 +108,29 @@ def test_a_changed_file_misses_the_cache_even_with_its_size_and_mtime_restored(p
     else:
         path.chmod(0o640)
     assert _displayed(project, cache) == _sha(expected)
-    assert len(cache) == 2
+
+
+def test_a_file_stamped_within_the_racy_window_is_hashed_again_at_every_look(project: Path) -> None:
+    """README: as git does with racily clean entries, a file whose mtime or ctime is within the
+    timestamp granularity of the moment of its hash is not remembered (the file system's coarse
+    clock could stamp a same-size rewrite with the very same key)."""
+    cache: dict[tuple[int, ...], str] = {}
+    assert _displayed(project, cache) == _sha(b"one\n")
+    assert cache == {}
+
+
+def test_a_same_size_edit_within_the_same_second_changes_the_answer(project: Path) -> None:
+    """The issue's case: the file rewritten at once, same size, its mtime set back to the very
+    same value: the displayed hash is the new content's, look after look."""
+    path = project / "out" / "a.txt"
+    cache: dict[tuple[int, ...], str] = {}
+    before = path.stat()
+    assert _displayed(project, cache) == _sha(b"one\n")
+    path.write_bytes(b"two\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert _displayed(project, cache) == _sha(b"two\n")
+    assert _displayed(project, cache) == _sha(b"two\n")
 
 
 def test_a_file_swapped_for_a_fifo_after_the_path_check_never_hangs_a_snapshot(
@@ -129,3 +170,54 @@ def test_a_file_swapped_for_a_fifo_after_the_path_check_never_hangs_a_snapshot(
     assert swapped, "the file was never opened"
     assert len(outcome) == 1 and isinstance(outcome[0], NexusError), outcome
     assert "not a regular file" in outcome[0].message
+
+
+def test_the_dashboard_s_freshness_follows_a_same_size_edit_with_its_mtime_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived reader (the dashboard's scanner) keeps hashes across looks: an accepted
+    task's evidence rewritten with the same size and its mtime set back turns it stale at the
+    next look, exactly as ``nexus inspect`` (no cache) says."""
+    from project_kit import Project, plan, task_def
+
+    from nexus_core.observe import inspect_run
+    from nexus_core.view.model import ProjectScanner
+
+    project = Project(tmp_path)
+    project.create(plan("r1", task_def("a")))
+    project.accepted("r1", "a")
+    result = tmp_path / "out" / "a" / "result.txt"
+    _older_than_the_racy_window(result, monkeypatch)
+    scanner = ProjectScanner(str(tmp_path))
+    assert [row.stale for row in scanner.scan(everything=True).runs[0].rows] == [False]
+    before = result.stat()
+    result.write_text("ko\n")
+    os.utime(result, ns=(before.st_atime_ns, before.st_mtime_ns))
+    rows = scanner.scan(reinspect={"r1"}).runs[0].rows
+    inspected = inspect_run(str(tmp_path), "r1")
+    assert [row.stale for row in rows] == [o["stale"] for o in inspected["observations"]] == [True]
+
+
+def test_a_scope_look_reuses_kept_hashes_and_sees_a_same_size_edit(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived reader's scope walk answers a kept version from one lstat (no open), the
+    same snapshot as a walk without a cache; a same-size rewrite with its mtime set back is a
+    new version (its ctime moved), hashed again."""
+    path = project / "out" / "a.txt"
+    _older_than_the_racy_window(path, monkeypatch)
+    cache: dict[tuple[int, ...], str] = {}
+
+    def look() -> dict[str, str | None]:
+        with observational_hashes(cache):
+            return snapshots.scope_snapshot(str(project), ["out"])
+
+    assert look() == snapshots.scope_snapshot(str(project), ["out"]) == {"out/a.txt": _sha(b"one\n")}
+    key = next(iter(cache))
+    cache[key] = "kept"  # planted: the next look answers from the cache
+    assert look() == {"out/a.txt": "kept"}
+    _after_a_timestamp_tick(path)
+    before = path.stat()
+    path.write_bytes(b"two\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert look() == {"out/a.txt": _sha(b"two\n")}

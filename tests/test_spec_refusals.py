@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from process_support import command_task, make_project, write
@@ -69,7 +69,7 @@ class Kit:
     """A fresh project (real worker and check scripts) and what a situation needs."""
 
     root: Path
-    cleanups: list[Callable[[], None]] = field(default_factory=list)
+    cleanups: list[Callable[[], object]] = field(default_factory=list)
     inputs: int = 0
 
     @property
@@ -97,7 +97,7 @@ class Kit:
 
     def latest(self, task_id: str, run_id: str = "r") -> dict[str, Any]:
         run = store.load_run(self.dir, run_id)
-        return next(t for t in run["tasks"] if t["id"] == task_id)["attempts"][-1]
+        return cast(dict[str, Any], next(t for t in run["tasks"] if t["id"] == task_id)["attempts"][-1])
 
     def child_pid(self, task_id: str) -> int | None:
         task = next(t for t in store.load_run(self.dir, "r")["tasks"] if t["id"] == task_id)
@@ -134,8 +134,9 @@ class Kit:
         self.verified(task_id)
         engine.accept_task(self.dir, "r", task_id)
 
-    def tamper(self, change: Callable[[dict[str, Any]], None], run_id: str = "r") -> None:
-        """Change the stored run and write it back with a valid envelope (as another writer could)."""
+    def tamper(self, change: Callable[[Any], None], run_id: str = "r") -> None:
+        """Change the stored run and write it back with a valid envelope (as another writer could):
+        ``change`` gets it as plain JSON, any key."""
         run = store.load_run(self.dir, run_id)
         change(run)
         store.save_run(self.dir, run)
@@ -216,7 +217,7 @@ def bad_execution(error: str, hint: str | None = None, **overrides: Any) -> Arra
     return arrange
 
 
-def _files_in_execution(kit: Kit, error: str, make: Callable[[Path], None], **overrides: Any) -> Call:
+def _files_in_execution(kit: Kit, error: str, make: Callable[[Path], object], **overrides: Any) -> Call:
     make(kit.root)
     task = command_task("a", "ok")
     task["execution"].update(overrides)
@@ -499,7 +500,7 @@ def _state_over_the_load_limit(kit: Kit) -> Call:
     return Call(["inspect", "r"], E("Run state exceeds the size limit."))
 
 
-def _damaged(change: Callable[[Path], None], error: str) -> Arrange:
+def _damaged(change: Callable[[Path], object], error: str) -> Arrange:
     def arrange(kit: Kit) -> Call:
         kit.create(host("a"))
         change(kit.state() / "runs" / "r.json")
@@ -1500,7 +1501,7 @@ def test_the_messages_no_single_call_reaches(tmp_path: Path, monkeypatch: pytest
     assert token is not None
     snapshot = locks.lock_snapshot(str(root), locks.WRITER_LOCK)
     assert snapshot is not None
-    real_write = locks.atomic_write
+    real_write = store.atomic_write  # what locks calls (imported from store), replaced there below
 
     def write_then_replace_the_lock(*args: Any, **kwargs: Any) -> Any:
         written = real_write(*args, **kwargs)

@@ -19,7 +19,8 @@ from nexus_core import engine
 from nexus_core.state import store
 from nexus_core.state.state_dirs import problems
 from nexus_tui.logic.model import ProjectScanner
-from nexus_tui.widgets.render import status_text
+from nexus_tui.widgets.status_bar import status_text
+from nexus_tui.widgets.styles import DEFAULT_STYLES
 
 OTHER_UID = 4242
 NEXUS = ".bmad-plus/nexus"
@@ -150,7 +151,7 @@ def test_the_dashboard_status_bar_shows_the_warning(project: Path) -> None:
     path = make_unsafe(project, f"{NEXUS}/lock-recovery", "world-writable")
     snapshot = ProjectScanner(str(project)).scan()
     assert len(snapshot.unsafe_directories) == 1
-    shown = status_text(snapshot, snapshot.scanned_at_ms, True, False, "project").plain
+    shown = status_text(snapshot, snapshot.scanned_at_ms, DEFAULT_STYLES, True, False, "project").plain
     assert f"The state directory {path} is writable by group or others" in shown
     assert f"chmod go-w {path}" in shown
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import process_support
 from project_kit import Project, plan, task_def
@@ -111,7 +111,8 @@ def _project(tmp_path: Path, timeout_ms: int = 300000) -> tuple[Project, Tree]:
 
 
 def _verification(project: Project) -> dict[str, Any]:
-    return observe.inspect_run(project.dir, "r1")["tasks"][0]["attempts"][0]["verification"]  # type: ignore[no-any-return]
+    inspection = cast(dict[str, Any], observe.inspect_run(project.dir, "r1"))
+    return cast(dict[str, Any], inspection["tasks"][0]["attempts"][0]["verification"])
 
 
 def test_should_stop_stops_the_checks_whole_process_group(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def offered(words: str) -> list[tuple[str, str | None]]:
     args, incomplete = words.split()[1:], ""
     if not words.endswith(" "):
         args, incomplete = args[:-1], words.split()[-1]
-    root = completion.CompletionRoot(cli._command())
+    root = completion.CompletionRoot(cli.click_command())
     items = BashComplete(root, {}, "nexus", cli.COMPLETE_VAR).get_completions(args, incomplete)
     return [(item.value, item.help) for item in items]
 
@@ -89,7 +89,7 @@ def test_a_new_action_is_one_entry_and_every_surface_has_it(
         cli.main(["frobnicate", "r1", "b", "--json", "--directory=" + project.dir])
     assert [(project.dir, "r1", "b", None)] * 2 == CALLS
     # Its checks are the core's table: the dashboard and completion ask the same entry.
-    run = {"plan": {"tasks": [{"id": "a"}]}, "tasks": [{"id": "a", "attempts": [{"id": "x"}]}]}
+    run: dict[str, Any] = {"plan": {"tasks": [{"id": "a"}]}, "tasks": [{"id": "a", "attempts": [{"id": "x"}]}]}
     refusal = actions.refusal("frobnicate", run, run["tasks"][0])
     assert refusal is NOT_STARTED and refusal.refusal({}).message == "Nexus: Frobnicate needs a fresh task."
 

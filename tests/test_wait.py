@@ -11,6 +11,7 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from supervise_kit import (
@@ -25,6 +26,7 @@ from supervise_kit import (
 )
 
 from nexus_core import supervise
+from nexus_core.shapes import Attempt, Inspection, Observation
 from nexus_core.supervise import Snapshot, classify_task, derive_events
 
 FAST = ("--settle-grace", "0", "--idle-timeout", "20")
@@ -422,9 +424,9 @@ def test_wait_is_read_only(project: Project, tmp_path: Path) -> None:
 # ----------------------------------------------------------------- core: snapshots we cannot reach by hand
 
 
-def _process_view(state: dict[str, object], process: dict[str, object]) -> Snapshot:
+def _process_view(state: dict[str, Any], process: dict[str, object]) -> Snapshot:
     """The run as a process supervisor would leave it (launch is not driven here)."""
-    view = copy.deepcopy(state)
+    view = cast(Inspection, copy.deepcopy(state))
     attempt = {
         "id": "11111111-1111-4111-8111-111111111111",
         "backend": {"kind": "process", "id": "x", "sessionId": "y", "hostname": "elsewhere", "ownerPid": 1},
@@ -439,7 +441,7 @@ def _process_view(state: dict[str, object], process: dict[str, object]) -> Snaps
         "deadline": "2999-01-01T00:00:00.000Z",
         "process": process,
     }
-    view["tasks"][0]["attempts"] = [attempt]  # type: ignore[index]
+    view["tasks"][0]["attempts"] = [cast(Attempt, attempt)]
     return Snapshot(at_ms=supervise.now_ms(), view=view, locks={"writer": None, "recovery": None})
 
 
@@ -452,7 +454,7 @@ def test_process_heartbeat_stale_and_finished(project: Project) -> None:
     events = derive_events(running, stale, "demo")
     assert [e["type"] for e in events] == ["process-heartbeat-stale"]
     assert events[0]["lastHeartbeat"] == "2026-01-01T00:00:00.000Z"
-    observation = {"stale": False, "overdue": False}
+    observation: Observation = {"stale": False, "overdue": False}
     assert stale.view is not None and running.view is not None
     verdict = classify_task(stale.view, stale.view["tasks"][0], observation, True, stale.at_ms)
     assert (verdict.state, verdict.category) == ("heartbeat-stale", "operator")

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from node_kit import require_node
+from project_kit import RunCli
 
 DOC = Path(__file__).parent / "fixtures" / "doc-walkthrough"
 DOC_ATTEMPT = "c3bbafd1-62ef-4b8b-ac72-0d9b09932427"
@@ -27,7 +28,7 @@ def _session() -> list[tuple[list[str], list[str]]]:
     return steps
 
 
-def test_documented_session_is_reproduced(tmp_path: Path, nexus_cli) -> None:
+def test_documented_session_is_reproduced(tmp_path: Path, nexus_cli: RunCli) -> None:
     require_node("the documented verifier is a node script")
     project = tmp_path / "project"
     shutil.copytree(DOC / "checks", project / "checks")
@@ -54,7 +55,7 @@ def test_documented_session_is_reproduced(tmp_path: Path, nexus_cli) -> None:
         assert lines == [line.replace(DOC_ATTEMPT, attempt or DOC_ATTEMPT) for line in expected]
 
 
-def test_verify_right_after_create_is_refused_as_documented(tmp_path: Path, nexus_cli) -> None:
+def test_verify_right_after_create_is_refused_as_documented(tmp_path: Path, nexus_cli: RunCli) -> None:
     project = tmp_path / "project"
     shutil.copytree(DOC / "checks", project / "checks")
     shutil.copy(DOC / "nexus-plan.json", project / "nexus-plan.json")

@@ -7,7 +7,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nexus_core import engine
 from nexus_core.state import canonical
@@ -81,7 +81,7 @@ def write_result(root: Path, task_id: str, text: str = "ok\n") -> None:
 
 
 def run_of(root: Path, run_id: str = "demo") -> dict[str, Any]:
-    return load_run(str(root), run_id)
+    return cast(dict[str, Any], load_run(str(root), run_id))  # the run as plain JSON
 
 
 def task_of(root: Path, task_id: str, run_id: str = "demo") -> dict[str, Any]:
@@ -95,7 +95,7 @@ def latest(root: Path, task_id: str, run_id: str = "demo") -> dict[str, Any]:
 def start(root: Path, task_id: str, run_id: str = "demo") -> str:
     run = engine.start_task(str(root), run_id, task_id, {"backend": HOST})
     task = next(t for t in run["tasks"] if t["id"] == task_id)
-    return task["attempts"][-1]["id"]  # type: ignore[no-any-return]
+    return str(task["attempts"][-1]["id"])
 
 
 def record(root: Path, task_id: str, outcome: str = "completed", run_id: str = "demo") -> None:

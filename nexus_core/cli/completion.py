@@ -113,7 +113,7 @@ def _task_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
     action = actions.ACTIONS.get(ctx.info_name or "")
     if action is not None and not loadable:
         return []  # the core refuses the run: no task is one the action would take
-    awaiting = _awaiting(run, action.name) if action is not None else set()
+    awaiting = awaiting_tasks(run, action.name) if action is not None else set()
     offered = [
         CompletionItem(task["id"], help=_task_state(task))
         for task in tasks
@@ -123,7 +123,7 @@ def _task_ids(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
     return sorted(offered, key=lambda item: item.value not in awaiting)
 
 
-def _awaiting(run: Record, action: str) -> set[str]:
+def awaiting_tasks(run: Record, action: str) -> set[str]:
     """The tasks whose need's guided action is ``action`` (the classifier's, on the run file
     alone: stale evidence, which needs hashing, is not looked for)."""
     from ..needs import stand_run

@@ -164,7 +164,7 @@ def _usage_error(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def _command() -> Any:
+def click_command() -> Any:
     """The click command, built on first use: click costs tens of milliseconds to import and
     the plainly written forms do without it (see ``_plain_command``). Its help comes from the
     vocabulary (``actions.COMMANDS``)."""
@@ -309,7 +309,7 @@ def _main(argv: list[str] | None) -> None:
     if instruction is not None:
         from .completion import complete
 
-        sys.exit(complete(instruction, _command(), COMPLETE_VAR))
+        sys.exit(complete(instruction, click_command(), COMPLETE_VAR))
     words = argv if argv is not None else sys.argv[1:]
     command = actions.SEPARATE_COMMANDS.get(words[0]) if words else None
     if command is not None:
@@ -327,13 +327,13 @@ def _main(argv: list[str] | None) -> None:
     import click
 
     try:
-        _command().main(args=argv, prog_name="nexus", standalone_mode=False)
+        click_command().main(args=argv, prog_name="nexus", standalone_mode=False)
     except click.exceptions.NoSuchOption as error:
         _usage_error(f"unknown option '{error.option_name}'")
     except click.exceptions.MissingParameter as error:
         name = error.param.name if error.param else "action"
         if name == "action":  # commander's line, then (ours) the full help of a bare ``nexus``
-            command = _command()
+            command = click_command()
             context = click.Context(command, info_name="nexus", **command.context_settings)
             _write(sys.stderr, f"error: missing required argument 'action'\n\n{context.get_help()}\n")
             sys.exit(1)

@@ -260,20 +260,3 @@ def build_report(directory: str, run_id: str) -> Report:
     with ``inspect``'s own words."""
     root = root_of(directory)
     return report_of(take_snapshot(root, run_id))
-
-
-def render(report: Report, form: str) -> str:
-    """The report in ``form`` (one of FORMATS)."""
-    if form == "markdown":
-        from .markdown import render_markdown
-
-        return render_markdown(report)
-    if form == "junit":
-        from .junit import render_junit
-
-        return render_junit(report)
-    if form == "html":
-        from .html import render_html
-
-        return render_html(report)
-    raise NexusError(f"Unknown report format: {form} (use {', '.join(FORMATS)}).")

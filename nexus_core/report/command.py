@@ -15,8 +15,8 @@ from ..cli.refusal import refuse
 from ..errors import NexusError
 from ..paths import root_of
 from ..supervise.command import run_click
-from ..supervise.events import _message
-from . import FORMATS, build_report, render
+from ..supervise.events import error_message
+from . import FORMATS, Report, build_report
 
 REPORT_HELP = """Write RUN's report: markdown (a pull request comment or a CI step summary),
 junit (a CI test report: one test case per task) or html (one self-contained page).
@@ -28,6 +28,24 @@ carries check output), never over an existing file or a symlink. The same
 run state gives the same bytes.
 """
 STATE_DIR = ".bmad-plus"
+
+
+def render(report: Report, form: str) -> str:
+    """The report in ``form`` (one of FORMATS). Each format is imported when asked: a format
+    module reads the report's model from the package, which never imports a format."""
+    if form == "markdown":
+        from .markdown import render_markdown
+
+        return render_markdown(report)
+    if form == "junit":
+        from .junit import render_junit
+
+        return render_junit(report)
+    if form == "html":
+        from .html import render_html
+
+        return render_html(report)
+    raise NexusError(f"Unknown report format: {form} (use {', '.join(FORMATS)}).")
 
 
 def refuse_existing(path: str) -> str:
@@ -86,7 +104,7 @@ def report_command(run: str, form: str, output: str | None, directory: str) -> N
     except NexusError as error:
         refuse(error, False)
     except OSError as error:
-        refuse(NexusError(_message(error)), False)
+        refuse(NexusError(error_message(error)), False)
     except Exception as error:  # a bug of ours: still a clean error line, never a traceback
         refuse(
             NexusError(f"Internal error ({type(error).__name__}: {error}); nothing was changed.", "Please report it."),

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import NexusError, message_of
 from ..paths import root_of
-from ..supervise.events import Event, EventLog, Snapshot, _Events, check_log_path, derive_events, json_line
+from ..supervise.events import Event, EventBatch, EventLog, Snapshot, check_log_path, derive_events, json_line
 from ..supervise.loop import LoopStop, TickCache, run_tick, tick_summary
 from ..terminal import terminal_safe
 from ..timeutil import iso_from_ms
@@ -246,7 +246,7 @@ def _project_failed(
 
 
 def _event(kind: str, at_ms: int, run: str | None = None, sequence: int | None = None, **extra: Any) -> Event:
-    out = _Events(run or "", sequence, at_ms)
+    out = EventBatch(run or "", sequence, at_ms)
     out.add(kind, **extra)
     event = out.items[0]
     event["run"] = run
@@ -412,7 +412,7 @@ def _tick_events(previous: Snapshot | None, snapshot: Snapshot, run_id: str) -> 
         return derive_events(previous, snapshot, run_id)
     if snapshot.view is None:
         return []
-    out = _Events(run_id, snapshot.sequence, snapshot.at_ms)
+    out = EventBatch(run_id, snapshot.sequence, snapshot.at_ms)
     for observation in snapshot.view.get("observations") or []:
         if observation.get("overdue"):
             out.add("attempt-overdue", observation["taskId"], observation.get("attemptId"))

@@ -53,7 +53,7 @@ class TaskState:
         }
 
 
-def _owner_gone(owner: object) -> bool:
+def owner_record_gone(owner: object) -> bool:
     """A lock's or a running verification's owner record ({"pid", "hostname", ...}) whose process
     can no longer run (``hostinfo.owner_gone``); one that does not parse is not judged here."""
     return isinstance(owner, dict) and owner_gone(owner.get("hostname"), owner.get("pid"))
@@ -82,11 +82,6 @@ def classify_task(
 ) -> TaskState:
     """Where one task stands (see the README's "settled" table; decided by ``needs.stand``)."""
     return _task_state(view, task, needs.stand(view, task, observation, dependencies_done, now))
-
-
-def _closure(view: View, task_id: str | None) -> list[str]:
-    """The task and everything it depends on, in plan order (every task without one)."""
-    return needs.dependency_closure(view, task_id)
 
 
 def classify_run(view: View, task_id: str | None = None, now: int | None = None) -> list[TaskState]:

@@ -16,7 +16,7 @@ from ..cli.refusal import refuse
 from ..errors import NexusError
 from ..terminal import terminal_safe
 from .classify import EXIT_ERROR, EXIT_INTERRUPTED
-from .events import _message, json_line
+from .events import error_message, json_line
 from .loop import LoopStop, parse_interval, run_loop, ticks_phrase
 from .wait import summary_object, wait_for_run
 
@@ -35,7 +35,7 @@ def _fail(error: BaseException, as_json: bool) -> NoReturn:
     """A refusal as every nexus command prints one; with --json the envelope on stdout and, as
     the outcome line of a wait, the human lines on stderr too."""
     if isinstance(error, OSError) and not isinstance(error, NexusError):
-        error = NexusError(_message(error))
+        error = NexusError(error_message(error))
     refuse(error, as_json, human_too=True, ours=True)
 
 

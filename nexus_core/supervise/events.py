@@ -50,11 +50,11 @@ class Snapshot:
         return self.view["sequence"] if self.view is not None else None
 
 
-def _dict(value: object) -> JsonObject:
+def as_object(value: object) -> JsonObject:
     return value if isinstance(value, dict) else {}
 
 
-def _message(error: BaseException) -> str:
+def error_message(error: BaseException) -> str:
     if isinstance(error, NexusError):
         return error.message
     if isinstance(error, OSError) and error.filename:
@@ -62,12 +62,12 @@ def _message(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def _lock_view(root: str, rel: str) -> LockSnapshot | None:
+def safe_lock_snapshot(root: str, rel: str) -> LockSnapshot | None:
     try:
         return lock_snapshot(root, rel)
     except (NexusError, OSError) as error:
         # A lock path that is a symlink or a directory: present, and not to be trusted.
-        return cast(LockSnapshot, {"hash": None, "owner": None, "unsafe": _message(error)})
+        return cast(LockSnapshot, {"hash": None, "owner": None, "unsafe": error_message(error)})
 
 
 def _recovery_receipts(root: str, known: dict[str, JsonObject]) -> dict[str, JsonObject]:
@@ -112,7 +112,7 @@ def take_snapshot(
 ) -> Snapshot:
     """Read-only: lstat, open for reading and listdir only."""
     at = now_ms()
-    locks = {name: _lock_view(root, rel) for name, rel in LOCK_NAMES.items()}
+    locks = {name: safe_lock_snapshot(root, rel) for name, rel in LOCK_NAMES.items()}
     recoveries = _recovery_receipts(root, known_recoveries or {})
     try:
         _, raw = read_state_bytes(root, run_id)
@@ -120,7 +120,7 @@ def take_snapshot(
         with observational_hashes(hash_cache if hash_cache is not None else {}):
             view = inspect_loaded(root, run, at)
     except Exception as error:
-        message = _message(error)
+        message = error_message(error)
         unknown = isinstance(error, NexusError) and "Unknown run:" in message
         return Snapshot(at, None, message, unknown, locks, recoveries)
     return Snapshot(at, view, None, False, locks, recoveries)
@@ -181,7 +181,7 @@ def _blank_attempt(attempt: Attempt) -> Attempt:
     return cast(Attempt, blank)
 
 
-class _Events:
+class EventBatch:
     def __init__(self, run_id: str, sequence: int | None, at_ms: int) -> None:
         self.run_id = run_id
         self.sequence = sequence
@@ -205,15 +205,15 @@ def _lock_owner(snapshot: Mapping[str, Any]) -> JsonObject | None:
     return {key: owner.get(key) for key in ("pid", "hostname", "createdAt")}
 
 
-def _lock_events(out: _Events, before: Snapshot, after: Snapshot) -> None:
-    receipts = {_dict(receipt.get("observed")).get("hash"): receipt for receipt in after.recoveries.values()}
-    present = {_dict(lock).get("hash") for lock in after.locks.values()}
+def _lock_events(out: EventBatch, before: Snapshot, after: Snapshot) -> None:
+    receipts = {as_object(receipt.get("observed")).get("hash"): receipt for receipt in after.recoveries.values()}
+    present = {as_object(lock).get("hash") for lock in after.locks.values()}
     # Receipts first seen now whose lock is already gone (a recovery between two looks). One
     # whose lock is still there (receipt written, lock not yet removed) waits for the removal.
     recovered_hashes = {
-        _dict(receipt.get("observed")).get("hash"): receipt
+        as_object(receipt.get("observed")).get("hash"): receipt
         for name, receipt in after.recoveries.items()
-        if name not in before.recoveries and _dict(receipt.get("observed")).get("hash") not in present
+        if name not in before.recoveries and as_object(receipt.get("observed")).get("hash") not in present
     }
     for name in LOCK_NAMES:
         old, new = before.locks.get(name), after.locks.get(name)
@@ -247,7 +247,7 @@ def _lock_events(out: _Events, before: Snapshot, after: Snapshot) -> None:
         )
 
 
-def _attempt_events(out: _Events, task_id: str, old: Attempt | None, new: Attempt, old_now: int, now: int) -> None:
+def _attempt_events(out: EventBatch, task_id: str, old: Attempt | None, new: Attempt, old_now: int, now: int) -> None:
     """Changes of one attempt; ``old`` is None for an attempt first seen now."""
     was_stale = old is not None and heartbeat_stale(old, old_now)
     old = old if old is not None else _blank_attempt(new)
@@ -263,9 +263,9 @@ def _attempt_events(out: _Events, task_id: str, old: Attempt | None, new: Attemp
             extra["exitCode"] = observation.get("exitCode")
         out.add("outcome-recorded", task_id, attempt_id, **extra)
         explained = True
-    old_process, new_process = _dict(old.get("process")), _dict(new.get("process"))
+    old_process, new_process = as_object(old.get("process")), as_object(new.get("process"))
     if new_process.get("status") == "finished" and old_process.get("status") != "finished":
-        receipt: Mapping[str, Any] = _dict(new_process.get("receipt"))
+        receipt: Mapping[str, Any] = as_object(new_process.get("receipt"))
         out.add(
             "process-finished",
             task_id,
@@ -339,7 +339,7 @@ def derive_events(
 
     When the run becomes readable again, its changes are taken from ``last_readable``.
     """
-    out = _Events(run_id, after.sequence, after.at_ms)
+    out = EventBatch(run_id, after.sequence, after.at_ms)
     _lock_events(out, before, after)
     if after.view is None:
         if before.view is not None or before.error != after.error:
@@ -364,7 +364,7 @@ def derive_events(
     return out.items
 
 
-def _task_events(out: _Events, old_task: Task, task: Task, old_now: int, now: int) -> None:
+def _task_events(out: EventBatch, old_task: Task, task: Task, old_now: int, now: int) -> None:
     """Changes of one task's records: its attempts, its acceptance."""
     task_id = task["id"]
     old_attempts = {a["id"]: a for a in old_task["attempts"]}
@@ -385,7 +385,7 @@ def _task_events(out: _Events, old_task: Task, task: Task, old_now: int, now: in
         out.add("accepted", task_id, receipt.get("attemptId"))
 
 
-def _observation_events(out: _Events, task: Task, old_seen: Observation, seen: Observation) -> None:
+def _observation_events(out: EventBatch, task: Task, old_seen: Observation, seen: Observation) -> None:
     """Changes of what inspect observes about one task: overdue, stale, current again."""
     task_id = task["id"]
     same_attempt = old_seen.get("attemptId") == seen.get("attemptId")
@@ -398,7 +398,7 @@ def _observation_events(out: _Events, task: Task, old_seen: Observation, seen: O
         out.add("evidence-current", task_id, seen.get("attemptId"))
 
 
-def _short(value: object) -> str:
+def short_id(value: object) -> str:
     return value[:8] if isinstance(value, str) else str(value)
 
 
@@ -407,7 +407,7 @@ def render_event(event: Event) -> str:
     kind = event["type"]
     where = f"task {event['task']}" if "task" in event else "run"
     if event.get("attempt"):
-        where += f" attempt {_short(event['attempt'])}"
+        where += f" attempt {short_id(event['attempt'])}"
     details = {
         key: value
         for key, value in event.items()
@@ -417,9 +417,9 @@ def render_event(event: Event) -> str:
         owner = details.pop("owner")
         details["owner"] = f"pid {owner.get('pid')}@{owner.get('hostname')}"
     if "hash" in details:
-        details["hash"] = _short(details["hash"])
+        details["hash"] = short_id(details["hash"])
     if "verification" in details:
-        details["verification"] = _short(details["verification"])
+        details["verification"] = short_id(details["verification"])
     text = ", ".join(f"{key}={value}" for key, value in details.items())
     return f"{kind}: {where}" + (f" ({text})" if text else "")
 

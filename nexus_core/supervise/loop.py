@@ -20,16 +20,16 @@ from ..state import canonical
 from ..state.store import run_path
 from ..terminal import terminal_safe
 from ..timeutil import iso_from_ms, now_ms
-from .classify import _owner_gone, classify_run
+from .classify import classify_run, owner_record_gone
 from .events import (
     Emit,
     Snapshot,
     View,
-    _dict,
-    _short,
+    as_object,
     derive_events,
     heartbeat_stale,
     render_event,
+    short_id,
     take_snapshot,
 )
 
@@ -85,9 +85,9 @@ def busy_reason(snapshot: Snapshot) -> str | None:
     for name, lock in snapshot.locks.items():
         if lock is None:
             continue
-        owner = _dict(lock.get("owner"))
+        owner = as_object(lock.get("owner"))
         where = f"pid {owner.get('pid')} on {owner.get('hostname')}"
-        if _owner_gone(owner):
+        if owner_record_gone(owner):
             where += ", not alive here: inspect, then recover-lock"
         return f"{name}.lock held by {where}"
     if snapshot.view is None:
@@ -97,7 +97,7 @@ def busy_reason(snapshot: Snapshot) -> str | None:
         if attempt is None:
             continue
         verification = attempt["verification"]
-        if verification.get("status") == "running" and not _owner_gone(verification.get("owner")):
+        if verification.get("status") == "running" and not owner_record_gone(verification.get("owner")):
             return f"a verification of {task['id']} is running"
         process = attempt.get("process") if isinstance(attempt.get("process"), dict) else None
         if (
@@ -214,7 +214,7 @@ def _verified_status(
         result = None
     if isinstance(result, dict) and isinstance(result.get("tasks"), list):
         task: Task = next((t for t in result["tasks"] if t.get("id") == task_id), Task())
-        status = _dict((latest(task) or {}).get("verification")).get("status")
+        status = as_object((latest(task) or {}).get("verification")).get("status")
         say(f"  verified {task_id}: {status}")
         return status, None
     if isinstance(result, dict) and "error" in result:
@@ -384,7 +384,7 @@ def _report_tick(
         for item in stale:
             say(f"  stale: task {item['taskId']}: {item.get('staleReason')}")
         for item in overdue:
-            say(f"  overdue: task {item['taskId']} attempt {_short(item.get('attemptId'))}")
+            say(f"  overdue: task {item['taskId']} attempt {short_id(item.get('attemptId'))}")
         return
     events = derive_events(previous, snapshot, run_id)
     if not events:

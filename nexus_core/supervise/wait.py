@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .. import needs
 from ..errors import NexusError
 from ..paths import root_of
 from ..shapes import JsonObject
@@ -21,15 +22,14 @@ from .classify import (
     EXIT_IDLE,
     EXIT_INTERRUPTED,
     Verdict,
-    _closure,
     verdict_for,
 )
 from .events import (
     Emit,
     Event,
+    EventBatch,
     EventLog,
     Snapshot,
-    _Events,
     check_log_path,
     derive_events,
     fingerprint,
@@ -151,7 +151,7 @@ def wait_for_run(
     current = take_snapshot(root, run_id, recoveries, hashes)
     _check_target(current, run_id, task_id)
     log = EventLog(event_log) if event_log is not None else None
-    closure = set(_closure(current.view, task_id)) if current.view is not None and task_id else None
+    closure = set(needs.dependency_closure(current.view, task_id)) if current.view is not None and task_id else None
     count = 0
 
     def send(event: Event) -> None:
@@ -164,7 +164,7 @@ def wait_for_run(
 
     wakes, mode = (wakes, "injected") if wakes is not None else _wakes(root, force_polling)
     try:
-        started = _Events(run_id, current.sequence, current.at_ms)
+        started = EventBatch(run_id, current.sequence, current.at_ms)
         extra: JsonObject = {"mode": mode, "idleTimeout": idle_timeout, "settleGrace": settle_grace}
         if current.error is not None:
             extra["error"] = current.error

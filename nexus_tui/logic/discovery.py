@@ -6,6 +6,7 @@ again every few seconds, and the "All projects" tab shows one :func:`summarize` 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from nexus_core import needs
@@ -84,6 +85,11 @@ class ProjectSummary:
 
     def urgency(self) -> tuple[int, ...]:
         """Sort key: the most urgent kind present first, then the counts (smaller sorts first)."""
+        return self._urgency
+
+    @functools.cached_property
+    def _urgency(self) -> tuple[int, ...]:
+        # Computed once per summary: the overview re-sorts every project on each scan.
         counts = [getattr(self, key) for key, _ in NEEDS]
         first = next((i for i, count in enumerate(counts) if count), len(counts))
         return (first, *(-count for count in counts))

@@ -6,7 +6,7 @@ A job's worker thread feeds it the core's progress events (``Job.take``) and its
 (``Job.finish``); the screens read it on the UI thread. Everything a job holds is guarded by its
 lock, and its output is bounded (OUTPUT_LINES_KEPT lines of at most LINE_CHARS_KEPT characters).
 The output is the check's or the process's text as captured: untrusted, shown only through
-``render.plain`` (terminal-safe, never markup).
+``widgets.plain.plain`` (terminal-safe, never markup).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ NEXUS = "nexus"  # the stream of the lines the dashboard adds (a check starts, a
 
 class OutputLine(NamedTuple):
     stream: str  # "stdout", "stderr" or NEXUS
-    text: str  # as captured (untrusted): shown through render.plain
+    text: str  # as captured (untrusted): shown through widgets.plain.plain
 
 
 class JobOutput:

@@ -4,7 +4,6 @@ sort. The app holds a list of them; the project's widgets render from it. No wid
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -31,7 +30,6 @@ class ProjectSession:
     snapshot: ProjectSnapshot | None = None  # what is on screen
     pending: ProjectSnapshot | None = None  # the latest scan, held back while paused
     loaded: bool = False
-    watch_stop: asyncio.Event | None = None  # set: the watcher restarts on new paths
     run_id: str | None = None
     task_id: str | None = None
     filter_text: str = ""

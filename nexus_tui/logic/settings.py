@@ -21,7 +21,7 @@ from typing import Any
 NOTIFY_MODES = ("off", "bell", "desktop", "both")
 NOTIFY_WHEN = ("background", "always")
 DESKTOP_PROTOCOLS = ("osc9", "osc777")
-# The tables' sort keys (widgets/render.py's columns); a leading "-" sorts descending.
+# The tables' sort keys (widgets/task_cells.py's and run_cells.py's columns); a leading "-" sorts descending.
 RUN_SORT_KEYS = ("run", "progress", "states", "stale", "overdue", "lock", "load", "updated")
 TASK_SORT_KEYS = (
     "task",

@@ -21,7 +21,7 @@ from nexus_core.terminal import terminal_safe
 
 from ..logic import operations
 from ..logic.operations import Choice, Line, Preview, Tick
-from ..widgets.render import plain
+from ..widgets.plain import plain
 from .base import DialogBody, ErrorLine, NexusDialog
 
 Display = Callable[[str], str]

@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from .. import actions
 from ..logic.selection import FILTER_STATES
-from ..widgets import render
+from ..widgets.styles import GLYPH, OWNER_GONE_GLYPH, OWNER_GONE_STYLE, VALUE_GLYPH, Styles, styles_of
 
 KEY_WIDTH = 15  # "↑ ↓ PgUp PgDn" and a gap
 LABEL_WIDTH = max(len(entry.label) for entry in actions.REGISTRY) + 2
@@ -30,9 +30,11 @@ ALSO = (
 )
 
 
-def _row(text: Text, keys: str, label: str, description: str, width: int, label_style: str = "") -> None:
+def _row(
+    text: Text, keys: str, label: str, description: str, width: int, styles: Styles, label_style: str = ""
+) -> None:
     """One entry: keys, label and description in columns; a description wraps in its column."""
-    key_style = render.themed("bold $primary-lighten-2")
+    key_style = styles.themed("bold $primary-lighten-2")
     text.append(f"  {keys:<{KEY_WIDTH}}", style=key_style if keys != "palette" else "dim")
     room = width - 2 - KEY_WIDTH - LABEL_WIDTH
     indent = " " * (2 + KEY_WIDTH + LABEL_WIDTH)
@@ -51,11 +53,11 @@ def _row(text: Text, keys: str, label: str, description: str, width: int, label_
     text.append("\n")
 
 
-def help_text(width: int, keymap: Mapping[str, str] | None = None) -> Text:
+def help_text(width: int, keymap: Mapping[str, str] | None, styles: Styles) -> Text:
     text = Text()
     text.append("nexus-tui: a live, read-only view of nexus runs\n", style="bold")
     text.append("Labels in this colour change state (each asks first).\n\n", style="dim")
-    text.stylize(render.themed("$warning"), text.plain.index("this colour"), text.plain.index(" change"))
+    text.stylize(styles.themed("$warning"), text.plain.index("this colour"), text.plain.index(" change"))
     groups: dict[str, list[actions.ActionSpec]] = {}
     for entry in actions.REGISTRY:
         groups.setdefault(entry.group, []).append(entry)
@@ -63,19 +65,21 @@ def help_text(width: int, keymap: Mapping[str, str] | None = None) -> Text:
         text.append(f"{group}\n", style="bold underline")
         for entry in entries:
             keys = actions.key_label(actions.effective_keys(entry, keymap or {})) or "palette"
-            _row(text, keys, entry.label, entry.help, width, render.themed("$warning") if entry.mutating else "")
+            _row(
+                text, keys, entry.label, entry.help, width, styles, styles.themed("$warning") if entry.mutating else ""
+            )
         text.append("\n")
     text.append("Also\n", style="bold underline")
     for keys, what in ALSO:
-        _row(text, keys, "", what, width)
+        _row(text, keys, "", what, width, styles)
     text.append("\nFilter syntax\n", style="bold underline")
     text.append(f"  state:WORD, WORD one of: {', '.join(FILTER_STATES)}\n")
     text.append("  task:NAME (part of the task id)   anything else: free text over id, objective, states\n\n")
     text.append("Task states\n", style="bold underline")
-    for state, glyph in render.GLYPH.items():
-        text.append(f"  {glyph} ", style=render.state_style(state, ""))
+    for state, glyph in GLYPH.items():
+        text.append(f"  {glyph} ", style=styles.state(state, ""))
         text.append(f"{state}\n")
-    text.append(f"  {render.OWNER_GONE_GLYPH} ", style=render.themed(render.OWNER_GONE_STYLE))
+    text.append(f"  {OWNER_GONE_GLYPH} ", style=styles.themed(OWNER_GONE_STYLE))
     guide = actions.spec("recovery_guide")
     guide_keys = actions.key_label(actions.effective_keys(guide, keymap or {})) if guide else ""
     text.append(
@@ -83,10 +87,10 @@ def help_text(width: int, keymap: Mapping[str, str] | None = None) -> Text:
     )
     text.append("\nCompact columns (Exe, Ver, Acc, on a narrow screen)\n", style="bold underline")
     by_glyph: dict[str, list[str]] = {}
-    for value, glyph in render.VALUE_GLYPH.items():
+    for value, glyph in VALUE_GLYPH.items():
         by_glyph.setdefault(glyph, []).append(value)
     for glyph, values in by_glyph.items():
-        text.append(f"  {glyph} ", style=render.value_style(values[0], ""))
+        text.append(f"  {glyph} ", style=styles.value(values[0], ""))
         text.append(f"{'/'.join(values)}\n")
     text.append(
         "\nEverything shown comes from the same core functions as `nexus inspect --json`.\n"
@@ -104,7 +108,7 @@ class HelpText(Static):
         self.keymap = keymap
 
     def on_resize(self, event: events.Resize) -> None:
-        self.update(help_text(event.size.width, self.keymap))
+        self.update(help_text(event.size.width, self.keymap, styles_of(self.app)))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -118,7 +122,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield HelpText(help_text(self.app.size.width, self.keymap), self.keymap)
+            yield HelpText(help_text(self.app.size.width, self.keymap, styles_of(self.app)), self.keymap)
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -18,7 +18,8 @@ from nexus_core.timeutil import age_text
 
 from .. import actions
 from ..logic.operations import OPERATIONS
-from ..widgets.render import plain, themed
+from ..widgets.plain import plain
+from ..widgets.styles import Styles, styles_of
 from .base import NexusDialog
 
 Entry = tuple[int, str, Need]  # (project index, project label, need)
@@ -35,12 +36,12 @@ def todo_words(need: Need, keys: dict[str, str]) -> str:
     return "see the guide (Enter)"
 
 
-def entry_prompt(entry: Entry, now: int, keys: dict[str, str]) -> Text:
+def entry_prompt(entry: Entry, now: int, keys: dict[str, str], styles: Styles) -> Text:
     """Two lines: since when and where (project › run › task); then what and what to do."""
     _, label, need = entry
     text = Text()
     age = age_text(need.since, now).removesuffix(" ago") if need.since else "?"
-    text.append(f"{age:>7} ", style=themed("bold $warning"))
+    text.append(f"{age:>7} ", style=styles.themed("bold $warning"))
     text.append(plain(label, "bold", one_line=True))
     for part in (need.run, need.task):
         if part:
@@ -49,7 +50,7 @@ def entry_prompt(entry: Entry, now: int, keys: dict[str, str]) -> Text:
     text.append("\n   ")  # what, and what to do: indented under the age, fits 80 columns
     text.append(plain(need.words, one_line=True))
     text.append(" → ", style="dim")
-    text.append(plain(todo_words(need, keys), themed("$primary-lighten-2"), one_line=True))
+    text.append(plain(todo_words(need, keys), styles.themed("$primary-lighten-2"), one_line=True))
     return text
 
 
@@ -77,12 +78,13 @@ class InboxScreen(NexusDialog[Entry | None]):
             if count
             else "Needs you: nothing"
         )
+        styles = styles_of(self.app)
         with Vertical(id="dialog"):
             yield Static(plain(title), id="dialog-title")
             if self.entries:
                 yield OptionList(
                     *[
-                        Option(entry_prompt(entry, self.now, self.keys), id=str(position))
+                        Option(entry_prompt(entry, self.now, self.keys, styles), id=str(position))
                         for position, entry in enumerate(self.entries)
                     ],
                     id="dialog-body",

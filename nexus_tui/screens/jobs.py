@@ -10,6 +10,7 @@ forwards ``JobChanged``). Output is untrusted text: made terminal-safe and writt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.highlighter import Highlighter
@@ -26,7 +27,8 @@ from nexus_core.terminal import terminal_safe
 from .. import actions
 from ..logic.jobs import OUTPUT_LINES_KEPT, Job, Jobs, OutputLine, short_elapsed
 from ..logic.selection import Selection
-from ..widgets.render import plain, themed
+from ..widgets.plain import plain
+from ..widgets.styles import Styles, styles_of
 from .dialogs import Display
 from .stop import ConfirmStop
 
@@ -52,17 +54,19 @@ class LineStyles(Highlighter):
     lines bold, the searched text highlighted. (Textual's ``Log`` draws only the lines on
     screen, so a job's 5,000 lines cost nothing until they are seen.)"""
 
-    def __init__(self) -> None:
+    def __init__(self, styles: Callable[[], Styles]) -> None:
         self.search = ""
+        self.styles = styles  # the log's app's, asked at each line: a theme change recolours
 
     def highlight(self, text: Text) -> None:
         line = text.plain
+        styles = self.styles()
         if line.startswith(STDERR_MARK):
-            text.stylize(themed("$warning"))
+            text.stylize(styles.themed("$warning"))
         elif line.startswith("── "):
             text.stylize("bold")
         if self.search:
-            text.highlight_words([self.search], themed("reverse $accent"), case_sensitive=False)
+            text.highlight_words([self.search], styles.themed("reverse $accent"), case_sensitive=False)
 
 
 class JobLog(Log):
@@ -71,7 +75,7 @@ class JobLog(Log):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(highlight=True, max_lines=OUTPUT_LINES_KEPT, id=id)
-        self.styles_of_lines = LineStyles()
+        self.styles_of_lines = LineStyles(lambda: styles_of(self.app))
         self.highlighter = self.styles_of_lines
 
     def allow_focus(self) -> bool:
@@ -164,7 +168,7 @@ class JobsScreen(ModalScreen[None]):
             "number": Text(str(job.number)),
             "action": Text(job.action),
             "task": plain(self.shown_text(f"{job.target.run_id}/{job.target.task_id}"), one_line=True),
-            "state": Text(state, style=themed(STATE_STYLE.get(state, ""))),
+            "state": Text(state, style=styles_of(self.app).themed(STATE_STYLE.get(state, ""))),
             "elapsed": Text(short_elapsed(job.elapsed())),
         }
 

@@ -15,7 +15,8 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..logic.navigation import Candidate, completions, resolve_jump
-from ..widgets.render import plain, themed
+from ..widgets.plain import plain
+from ..widgets.styles import styles_of
 from .base import NexusDialog
 
 SHOWN = 50  # candidates listed at most (typing narrows them)
@@ -88,7 +89,7 @@ class JumpScreen(NexusDialog[Candidate | None]):
 
     def _problem(self, words: str | None) -> None:
         line = self.query_one("#jump-problem", Static)
-        line.update(plain(words or "", themed("$warning")))
+        line.update(plain(words or "", styles_of(self.app).themed("$warning")))
         line.display = words is not None
 
     @on(OptionList.OptionSelected)

@@ -18,7 +18,7 @@ from textual.widgets import Button, Static
 from nexus_core.terminal import terminal_safe
 
 from ..logic.jobs import Job, elapsed_text
-from ..widgets.render import plain
+from ..widgets.plain import plain
 from .base import NexusDialog
 from .dialogs import Display
 from .stop import ConfirmStop

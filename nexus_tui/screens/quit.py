@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
 from ..logic.jobs import Job, elapsed_text
-from ..widgets.render import plain
+from ..widgets.plain import plain
 from .base import NexusDialog
 from .dialogs import Display
 

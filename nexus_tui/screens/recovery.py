@@ -23,7 +23,7 @@ from nexus_core.terminal import terminal_safe
 from ..logic import recovery
 from ..logic.operations import OPERATIONS
 from ..logic.recovery import Situation
-from ..widgets.render import plain
+from ..widgets.plain import plain
 from .base import DialogBody, ErrorLine, NexusDialog
 from .dialogs import Display, bullet_lines
 

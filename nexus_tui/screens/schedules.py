@@ -35,7 +35,8 @@ from ..logic.schedules import (
     status_line,
 )
 from ..logic.selection import Selection
-from ..widgets.render import plain, themed
+from ..widgets.plain import plain
+from ..widgets.styles import styles_of
 from .base import NexusDialog
 
 REFRESH_SECONDS = 2.0
@@ -164,7 +165,7 @@ class SchedulesScreen(ModalScreen[None]):
         warning = scheduler_words(message.schedules, message.now, message.scheduler)
         line = Text(words)
         if warning is not None:
-            line = Text(warning + "\n", style=themed("bold $warning")) + line
+            line = Text(warning + "\n", style=styles_of(self.app).themed("bold $warning")) + line
         status.update(line)
 
     def selected_id(self) -> str | None:

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
 from ..logic.jobs import Job, stop_cost
-from ..widgets.render import plain
+from ..widgets.plain import plain
 from .base import DialogBody, ErrorLine, NexusDialog
 from .dialogs import Display, bullet_lines
 

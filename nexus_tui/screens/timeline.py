@@ -23,9 +23,11 @@ from .. import actions
 from ..logic import timeline as layout
 from ..logic.selection import Selection
 from ..logic.session import ProjectSession
-from ..widgets import render
+from ..widgets.attempt_tree import Node, attempt_node
+from ..widgets.detail_text import verification_text
 from ..widgets.footer import FittingFooter
-from ..widgets.render import plain, themed
+from ..widgets.plain import plain
+from ..widgets.styles import Styles, styles_of
 from ..widgets.timeline import TimelineView
 
 TICK_SECONDS = 1.0
@@ -55,7 +57,7 @@ class TimelineScreen(ModalScreen[None]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#timeline-legend", Static).update(legend_text())
+        self.query_one("#timeline-legend", Static).update(legend_text(styles_of(self.app)))
         self.query_one(TimelineView).focus()
         self.follow(now_ms())
         if self.tick:
@@ -91,7 +93,7 @@ class TimelineScreen(ModalScreen[None]):
 
     def restyle(self) -> None:
         self._title_words = ""
-        self.query_one("#timeline-legend", Static).update(legend_text())
+        self.query_one("#timeline-legend", Static).update(legend_text(styles_of(self.app)))
         self.query_one(TimelineView).restyle()
         self._show_detail()
 
@@ -105,9 +107,11 @@ class TimelineScreen(ModalScreen[None]):
         snapshot = self.session.snapshot
         view = snapshot.run(self.run_id) if snapshot else None
         if view is not None and view.error:
-            text.append("  ⚠ the state file failed to load: last good view", style=themed("bold $error"))
+            text.append(
+                "  ⚠ the state file failed to load: last good view", style=styles_of(self.app).themed("bold $error")
+            )
         if not getattr(self.app, "following", True):
-            text.append("  ❚❚ paused", style=themed("bold $warning"))
+            text.append("  ❚❚ paused", style=styles_of(self.app).themed("bold $warning"))
         if text.plain != self._title_words:  # an update lays the screen out again: only on a change
             self._title_words = text.plain
             self.query_one("#timeline-title", Label).update(text)
@@ -122,7 +126,7 @@ class TimelineScreen(ModalScreen[None]):
     def _show_detail(self) -> None:
         lanes = self.query_one(TimelineView)
         self.query_one("#timeline-attempt", Static).update(
-            attempt_text(self._inspection, *lanes.selected_ids(), lanes.now_ms)
+            attempt_text(self._inspection, *lanes.selected_ids(), lanes.now_ms, styles_of(self.app))
         )
 
     # -- keys (registry entries, actions.TIMELINE)
@@ -166,19 +170,21 @@ class TimelineScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-def legend_text() -> Text:
+def legend_text(styles: Styles) -> Text:
     text = Text()
     for glyphs, words in layout.legend():
         if text:
             text.append("  ")
         for glyph, colour in glyphs:
-            text.append(glyph, style=themed(colour) if colour else "")
+            text.append(glyph, style=styles.themed(colour) if colour else "")
         text.append(f" {words}", style="dim")
     return text
 
 
-def attempt_text(inspection: Inspection | None, task_id: str | None, attempt_id: str | None, now: int) -> Text:
-    """The selected attempt as the detail pane's tree shows it (render.attempt_node), flattened."""
+def attempt_text(
+    inspection: Inspection | None, task_id: str | None, attempt_id: str | None, now: int, styles: Styles
+) -> Text:
+    """The selected attempt as the detail pane's tree shows it (attempt_tree.attempt_node), flattened."""
     if inspection is None or task_id is None:
         return Text("")
     task = next((t for t in inspection["tasks"] if t["id"] == task_id), None)
@@ -192,17 +198,17 @@ def attempt_text(inspection: Inspection | None, task_id: str | None, attempt_id:
     index = ids.index(attempt_id)
     text.append(f"  attempt {index + 1} of {len(attempts)}", style="dim")
     if task.get("integration") == "accepted":
-        text.append("  accepted ", style=themed("bold $success"))
+        text.append("  accepted ", style=styles.themed("bold $success"))
         text.append(plain(task.get("acceptedAt"), "dim"))
     text.append("\n")
-    node = render.attempt_node(attempts[index], index, len(attempts), now)
+    node = attempt_node(attempts[index], index, len(attempts), now, styles)
     _flatten(text, node, 0)
     if index == len(attempts) - 1:
-        text.append(render.verification_text(attempts[index], now))
+        text.append(verification_text(attempts[index], now, styles))
     return text
 
 
-def _flatten(text: Text, node: render.Node, depth: int) -> None:
+def _flatten(text: Text, node: Node, depth: int) -> None:
     text.append("  " * depth)
     text.append(node.label)
     text.append("\n")

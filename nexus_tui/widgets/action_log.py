@@ -17,16 +17,17 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from ..logic.operations import ActionLog, LogEntry
-from .render import plain, themed
+from .plain import plain
+from .styles import Styles, styles_of
 
 COLUMNS = ("time", "action", "target", "input", "result")
 
 
-def result_text(entry: LogEntry) -> Text:
+def result_text(entry: LogEntry, styles: Styles) -> Text:
     """The result as the log shows it, "ok: ..." or "refused: ...", in the core's own words (plain)."""
-    result = plain(entry.result, "" if entry.ok else themed("bold $error"))
+    result = plain(entry.result, "" if entry.ok else styles.themed("bold $error"))
     if entry.ok:
-        return Text("ok: ", style=themed("$success")).append_text(result)
+        return Text("ok: ", style=styles.themed("$success")).append_text(result)
     return Text("refused: ").append_text(result)
 
 
@@ -66,13 +67,14 @@ class ActionLogPanel(Vertical):
     def sync(self) -> None:
         table = self.query_one(DataTable)
         entries = self.action_log.entries
+        styles = styles_of(self.app)
         for index, entry in enumerate(entries[self.shown :], start=self.shown):
             table.add_row(
                 plain(entry.at[11:19]),
                 plain(entry.action),
                 plain(entry.target, one_line=True),
                 plain(entry.inputs, one_line=True),
-                result_text(entry),
+                result_text(entry, styles),
                 key=str(index),
             )
         self.shown = len(entries)
@@ -89,5 +91,7 @@ class ActionLogPanel(Vertical):
         entries = self.action_log.entries
         if 0 <= index < len(entries):
             entry = entries[index]
-            line = Text.assemble((f"{entry.at[11:19]} {entry.action} ", "bold")).append_text(result_text(entry))
+            line = Text.assemble((f"{entry.at[11:19]} {entry.action} ", "bold")).append_text(
+                result_text(entry, styles_of(self.app))
+            )
             self.query_one(".log-result", Static).update(line)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.message import Message
 from textual.widgets import Static
 
-from .render import plain
+from .plain import plain
 
 STARTING = "starting the builder process"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ..logic.jobs import Job, short_elapsed
-from .render import themed
+from .styles import Styles
 
 GLYPH = "⧗"
 
@@ -19,7 +19,7 @@ def job_mark(job: Job | None, compact: bool) -> str | None:
     return f"{GLYPH} {elapsed}" if compact else f"{GLYPH} {job.action} {elapsed}"
 
 
-def with_mark(cell: Text, mark: str) -> Text:
+def with_mark(cell: Text, mark: str, styles: Styles) -> Text:
     marked = cell.copy()
-    marked.append(f" {mark}", style=themed("bold $accent"))
+    marked.append(f" {mark}", style=styles.themed("bold $accent"))
     return marked

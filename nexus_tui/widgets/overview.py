@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 
 from ..logic.discovery import ProjectSummary, order
 from .plain import plain
-from .render import themed
+from .styles import Styles, styles_of
 
 COLUMNS = (
     ("project", "Project"),
@@ -41,7 +41,7 @@ NEED_STYLE = {
 }
 
 
-def summary_cells(label: str, summary: ProjectSummary | None) -> dict[str, Text]:
+def summary_cells(label: str, summary: ProjectSummary | None, styles: Styles) -> dict[str, Text]:
     name = plain(label, "bold", one_line=True)
     if summary is None:
         return {
@@ -55,16 +55,18 @@ def summary_cells(label: str, summary: ProjectSummary | None) -> dict[str, Text]
     for kind, count in summary.needs():
         if needs:
             needs.append("  ")
-        needs.append(f"{count} {kind}", style=themed(NEED_STYLE.get(kind, "")))
+        needs.append(f"{count} {kind}", style=styles.themed(NEED_STYLE.get(kind, "")))
     if not needs:
         needs = Text("loading…" if not summary.loaded else "nothing", style="dim" if summary.loaded else "dim italic")
     return {
         "project": name,
         "runs": Text(str(summary.runs)),
         "accepted": Text(
-            f"{summary.accepted}/{summary.tasks}", style=themed("$success") if summary.accepted else "dim"
+            f"{summary.accepted}/{summary.tasks}", style=styles.themed("$success") if summary.accepted else "dim"
         ),
-        "count": Text(str(summary.total), style=themed("bold $error")) if summary.total else Text("0", style="dim"),
+        "count": Text(str(summary.total), style=styles.themed("bold $error"))
+        if summary.total
+        else Text("0", style="dim"),
         "needs": needs,
     }
 
@@ -147,7 +149,12 @@ class OverviewPane(Vertical):
         return int(row_key.value) if row_key.value is not None else None
 
     def add(self, index: int, label: str) -> None:
-        self.labels[index] = label
+        self.add_all([(index, label)])
+
+    def add_all(self, projects: list[tuple[int, str]]) -> None:
+        """Rows for (index, label) pairs: one redraw for all (a redraw per row is quadratic)."""
+        for index, label in projects:
+            self.labels[index] = label
         self.query_one("#overview-title", Static).update(self._title())
         self._redraw()
 
@@ -170,13 +177,22 @@ class OverviewPane(Vertical):
     def _redraw(self, changed: int | None = None) -> None:
         table = self.table
         wanted = self._sorted()
-        if changed is not None and wanted == self._order:
-            # Same order: only the changed row's cells.
-            cells = summary_cells(self.labels[changed], self.summaries.get(changed))
+        if changed is not None and len(wanted) == len(self._order):
+            # The same rows: the changed row's cells, then (if the urgency order moved) a sort,
+            # never a rebuild (with a thousand projects, rebuilds made the load quadratic).
+            cells = summary_cells(self.labels[changed], self.summaries.get(changed), styles_of(self.app))
             for key, value in cells.items():
-                # A wider value widens its column (one row per project: measuring is cheap),
-                # or "Needs an operator" is cut at the width of the first summary shown.
-                table.update_cell(str(changed), key, value, update_width=True)
+                # A wider value widens its column (measured only then: measuring reads the
+                # whole column), or "Needs an operator" is cut at the first summary's width.
+                width = table.columns[key].content_width  # type: ignore[index]
+                table.update_cell(str(changed), key, value, update_width=value.cell_len > width)
+            if wanted != self._order:
+                keep = self.highlighted() if table.chosen else None
+                position = {id(table.get_cell(str(index), "project")): n for n, index in enumerate(wanted)}
+                table.sort("project", key=lambda cell: position[id(cell)])
+                self._order = wanted
+                if keep is not None:
+                    table.move_cursor(row=wanted.index(keep), animate=False)
             self.updates += 1
             return
         # Until the operator picks a row, the cursor stays on the most urgent project; after,
@@ -184,7 +200,7 @@ class OverviewPane(Vertical):
         keep = self.highlighted() if table.chosen else None
         table.clear()
         for index in wanted:
-            cells = summary_cells(self.labels[index], self.summaries.get(index))
+            cells = summary_cells(self.labels[index], self.summaries.get(index), styles_of(self.app))
             table.add_row(*(cells[key] for key, _ in COLUMNS), key=str(index))
         self._order = wanted
         if keep is not None and keep in wanted:

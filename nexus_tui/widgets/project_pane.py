@@ -22,11 +22,19 @@ from ..logic.model import ProjectSnapshot, RunView, TaskRow
 from ..logic.navigation import Found, search_runs
 from ..logic.selection import Selection, parse_filter, row_matches
 from ..logic.session import ProjectSession
-from . import render
 from .job_mark import job_mark, with_mark
 from .keyed_table import KeyedTable
+from .plain import plain
+from .run_cells import RUN_COLUMNS, run_cells, run_columns, run_sort_value
 from .status_bar import StatusBar
+from .styles import GLYPH, Styles, styles_of
+from .task_cells import TASK_COLUMNS, task_cells, task_columns, task_sort_value
 from .task_detail import TaskDetail
+
+# Under NARROW_COLUMNS the detail pane goes below the tables. Tables narrower than
+# FULL_COLUMNS_WIDTH take their compact columns (run_cells.py, task_cells.py).
+NARROW_COLUMNS = 120
+FULL_COLUMNS_WIDTH = 96
 
 
 class RunFocused(Message):
@@ -58,10 +66,13 @@ class ProjectPane(Vertical):
         self._run_locks: tuple[Any, ...] | None = None
         self._run_second = -1
         self._selection: tuple[tuple[Any, ...], Selection] | None = None
-        self.narrow = False  # under render.NARROW_COLUMNS: the detail below the tables
-        self.compact = False  # the tables narrower than render.FULL_COLUMNS_WIDTH: compact columns
+        self.narrow = False  # under NARROW_COLUMNS: the detail below the tables
+        self.compact = False  # the tables narrower than FULL_COLUMNS_WIDTH: compact columns
         self._filter_problem: str | None = None  # shown under the filter input
         self._found: list[Found] = []  # the search list's entries (the other runs' matches)
+        # Composed: until then (--discover composes a pane when its tab is first shown) a scan
+        # only stores its snapshot in the session, and nothing else touches the widgets.
+        self._composed = False
 
     # -- the session's facts, read by the tests and the app
     @property
@@ -84,7 +95,7 @@ class ProjectPane(Vertical):
         with Horizontal(classes="main"):
             with Vertical(classes="left"):
                 yield Static("Runs", classes="title", id=f"runs-title-{self.index}")
-                runs = KeyedTable(render.RUN_COLUMNS, id=f"runs-{self.index}", classes="runs")
+                runs = KeyedTable(RUN_COLUMNS, id=f"runs-{self.index}", classes="runs")
                 runs.border_title = "Runs"
                 yield runs
                 yield Static("Tasks", classes="title", id=f"tasks-title-{self.index}")
@@ -104,7 +115,7 @@ class ProjectPane(Vertical):
                 search = OptionList(id=f"search-{self.index}", classes="search")
                 search.display = False
                 yield search
-                yield KeyedTable(render.TASK_COLUMNS, id=f"tasks-{self.index}", classes="tasks")
+                yield KeyedTable(TASK_COLUMNS, id=f"tasks-{self.index}", classes="tasks")
             yield TaskDetail(self.index)
         yield StatusBar(self.session, self.display_path, id=f"status-{self.index}")
 
@@ -171,9 +182,16 @@ class ProjectPane(Vertical):
             remote_refusal=remote.refusal() if remote is not None else None,
         )
 
+    def on_mount(self) -> None:
+        self._composed = True
+        if self.session.snapshot is not None:  # scanned before it was shown
+            self.apply(self.session.snapshot, now_ms())
+
     # -- applying snapshots
     def apply(self, snapshot: ProjectSnapshot, now: int) -> None:
         self.session.snapshot = snapshot
+        if not self._composed:
+            return
         with self.app.batch_update():
             self._sync_runs(now)
             self._sync_tasks(now)
@@ -182,6 +200,8 @@ class ProjectPane(Vertical):
 
     def restyle(self, now: int) -> None:
         """The theme changed: recompute every cell, text and tree node with its colours."""
+        if not self._composed:
+            return
         self._run_views.clear()
         self._task_rows.clear()
         self.query_one(TaskDetail).forget()
@@ -190,6 +210,8 @@ class ProjectPane(Vertical):
 
     def refresh_times(self, now: int) -> None:
         """The 1 s tick: only the time-derived cells and texts."""
+        if not self._composed:
+            return
         if self.session.snapshot is None:
             if self.session.remote is not None:
                 self.sync_status(now)  # a host not reached yet: its "retrying in N s" counts down
@@ -203,10 +225,10 @@ class ProjectPane(Vertical):
     # -- the compact forms (80 to 160 columns)
     def on_resize(self, event: events.Resize) -> None:
         width = event.size.width
-        below = width < render.NARROW_COLUMNS
+        below = width < NARROW_COLUMNS
         # The tables get the whole width with the detail below, else 3/5 of it (.left 3fr, .detail 2fr).
         tables = width if below else width * 3 // 5
-        self.use_layout(narrow=below, compact=tables < render.FULL_COLUMNS_WIDTH)
+        self.use_layout(narrow=below, compact=tables < FULL_COLUMNS_WIDTH)
 
     def use_layout(self, *, narrow: bool, compact: bool) -> None:
         """``narrow``: the detail pane below the tables and a shorter status bar. ``compact``:
@@ -216,8 +238,8 @@ class ProjectPane(Vertical):
         self.narrow, self.compact = narrow, compact
         self.set_class(narrow, "-narrow")
         self.query_one(f"#status-{self.index}", StatusBar).narrow = narrow
-        self.runs.use_columns(render.run_columns(compact))
-        self.tasks.use_columns(render.task_columns(compact))
+        self.runs.use_columns(run_columns(compact))
+        self.tasks.use_columns(task_columns(compact))
         self._run_views.clear()
         self._task_rows.clear()
         if self.session.snapshot is not None:
@@ -239,15 +261,16 @@ class ProjectPane(Vertical):
         if retime:
             same_moment = same_moment and now // 1000 == self._run_second
             self._run_second = now // 1000
+        styles = styles_of(self.app)
         for view in self.session.snapshot.runs:
             if same_moment and self._run_views.get(view.run_id) is view and view.run_id in table.cells:
                 continue
             self._run_views[view.run_id] = view
-            added |= table.put(view.run_id, render.run_cells(view, self.session.snapshot, now, self.compact))
+            added |= table.put(view.run_id, run_cells(view, self.session.snapshot, now, styles, self.compact))
         if added or self.session.run_sort[0]:
             order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
             column, reverse = self.session.run_sort
-            table.sort_rows(lambda key: render.run_sort_value(wanted[key], column or "", order[key]), reverse)
+            table.sort_rows(lambda key: run_sort_value(wanted[key], column or "", order[key]), reverse)
         if self.session.run_id not in wanted:
             self.session.run_id = self.session.snapshot.runs[0].run_id if self.session.snapshot.runs else None
             cursor = self.session.run_id
@@ -280,6 +303,7 @@ class ProjectPane(Vertical):
         if retime:
             same_second = now // 1000 == self._task_second
             self._task_second = now // 1000
+        styles = styles_of(self.app)
         for row in visible:
             mark = self._job_mark(view, row.task_id)
             if (
@@ -289,16 +313,16 @@ class ProjectPane(Vertical):
                 and row.task_id in table.cells
             ):
                 continue
-            cells = render.task_cells(row, now, self.compact)
+            cells = task_cells(row, now, styles, self.compact)
             if mark is not None:
-                cells["task"] = with_mark(cells["task"], mark)
+                cells["task"] = with_mark(cells["task"], mark, styles)
             added |= table.put(row.task_id, cells)
             self._task_rows[row.task_id] = row
             self._task_marks[row.task_id] = mark
         if added or self.session.task_sort[0]:
             plan_index = {row.task_id: i for i, row in enumerate(rows)}
             column, reverse = self.session.task_sort
-            table.sort_rows(lambda key: render.task_sort_value(wanted[key], column or "", plan_index[key]), reverse)
+            table.sort_rows(lambda key: task_sort_value(wanted[key], column or "", plan_index[key]), reverse)
         if self.session.task_id not in wanted:
             if cursor in wanted:
                 self.session.task_id = cursor
@@ -309,11 +333,11 @@ class ProjectPane(Vertical):
         title = Text("Tasks", style="bold")
         if view:
             title.append(" of ")
-            title.append(render.plain(view.run_id, "bold"))
+            title.append(plain(view.run_id, "bold"))
             title.append(f"  ({len(visible)}/{len(rows)})")
         if self.session.filter_text:
             title.append("  filter: ", style="dim")
-            title.append(render.plain(self.session.filter_text, render.themed("$warning")))
+            title.append(plain(self.session.filter_text, styles_of(self.app).themed("$warning")))
         if self.session.task_sort[0]:
             title.append(
                 f"  sorted by {self.session.task_sort[0]}{' ↓' if self.session.task_sort[1] else ''}", style="dim"
@@ -323,14 +347,17 @@ class ProjectPane(Vertical):
     def sync_job_marks(self, now: int) -> None:
         """A job of this session started or ended: re-put only the rows whose mark changed (the
         1 s tick moves the elapsed times)."""
+        if not self._composed:
+            return
         view = self.current_view()
         table = self.tasks
+        styles = styles_of(self.app)
         for task_id, row in self._task_rows.items():
             mark = self._job_mark(view, task_id)
             if mark != self._task_marks.get(task_id) and task_id in table.cells:
-                cells = render.task_cells(row, now, self.compact)
+                cells = task_cells(row, now, styles, self.compact)
                 if mark is not None:
-                    cells["task"] = with_mark(cells["task"], mark)
+                    cells["task"] = with_mark(cells["task"], mark, styles)
                 table.put(task_id, cells)
                 self._task_marks[task_id] = mark
 
@@ -345,13 +372,15 @@ class ProjectPane(Vertical):
         widget = self.query_one(f"#filter-problem-{self.index}", Static)
         if problem != self._filter_problem:
             self._filter_problem = problem
-            widget.update(render.plain(problem or "", render.themed("$warning")))
+            widget.update(plain(problem or "", styles_of(self.app).themed("$warning")))
             widget.display = problem is not None
 
     def _sync_detail(self, now: int, times_only: bool = False) -> None:
         self.query_one(TaskDetail).sync(self.session, now, self.display_path, times_only=times_only)
 
     def sync_status(self, now: int) -> None:
+        if not self._composed:
+            return
         read_only = self.read_only or not any(entry.mutating for entry in actions.REGISTRY)
         self.query_one(f"#status-{self.index}", StatusBar).sync(now, following=self.following, read_only=read_only)
 
@@ -466,19 +495,22 @@ class ProjectPane(Vertical):
         more = f", the first {len(self._found)} listed" if total > len(self._found) else ""
         tasks_words = f"{total} task{'s' if total != 1 else ''} in {runs} run{'s' if runs != 1 else ''}"
         search.border_title = f"In other runs: {tasks_words}{more} (↓ picks, Enter goes there)"
-        search.add_options([Option(self._found_prompt(found), id=str(i)) for i, found in enumerate(self._found)])
+        styles = styles_of(self.app)
+        search.add_options(
+            [Option(self._found_prompt(found, styles), id=str(i)) for i, found in enumerate(self._found)]
+        )
         self._show_search(True)
 
     @staticmethod
-    def _found_prompt(found: Found) -> Text:
+    def _found_prompt(found: Found, styles: Styles) -> Text:
         row = found.row
-        text = Text(render.GLYPH.get(row.state, " ") + " ", style=render.state_style(row.state, ""))
-        text.append(render.plain(found.run_id, "bold", one_line=True))
+        text = Text(GLYPH.get(row.state, " ") + " ", style=styles.state(row.state, ""))
+        text.append(plain(found.run_id, "bold", one_line=True))
         text.append(" › ", style="dim")
-        text.append(render.plain(row.task_id, one_line=True))
+        text.append(plain(row.task_id, one_line=True))
         text.append(f"  {row.state}", style="dim")
         if row.need is not None:
-            text.append("  needs attention", style=render.themed("$warning"))
+            text.append("  needs attention", style=styles.themed("$warning"))
         return text
 
     def _show_search(self, visible: bool) -> None:
@@ -515,9 +547,7 @@ class ProjectPane(Vertical):
         for run_id in shown:
             rows = views[run_id].rows
             plan = {row.task_id: index for index, row in enumerate(rows)}
-            ranked = sorted(
-                rows, key=lambda r: render.task_sort_value(r, column or "", plan[r.task_id]), reverse=reverse
-            )
+            ranked = sorted(rows, key=lambda r: task_sort_value(r, column or "", plan[r.task_id]), reverse=reverse)
             order.append((run_id, ranked))
         return order
 

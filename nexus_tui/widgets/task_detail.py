@@ -1,6 +1,7 @@
 """The detail pane of the selected task (or run): header, attempts as a tree, the latest
 verification. It renders from a project's session; the tree is rebuilt only when the task or
-its inspection changed (the tick only refreshes the texts)."""
+its inspection changed (the tick only refreshes the texts). Its texts: ``detail_text.py`` (the
+headers, the verification) and ``attempt_tree.py`` (the attempts)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,35 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static, Tree
 
+from nexus_core.shapes import Observation, TaskDefinition
+
+from ..logic.model import RunView
 from ..logic.session import ProjectSession
-from . import render
+from .attempt_tree import Node, attempt_node
+from .detail_text import run_header, task_header, verification_text
+from .styles import Styles, styles_of
+
+
+def task_detail(view: RunView, task_id: str, now: int, styles: Styles) -> tuple[Text, list[Node], Text] | None:
+    """(header, attempt nodes, verification text) for one task, from the core's inspection."""
+    inspection = view.inspection
+    if not inspection:
+        return None
+    task = next((t for t in inspection["tasks"] if t["id"] == task_id), None)
+    if task is None:
+        return None
+    definition: TaskDefinition = next(
+        (d for d in inspection["plan"]["tasks"] if d.get("id") == task_id), TaskDefinition()
+    )
+    observation: Observation = next(
+        (o for o in inspection.get("observations") or [] if o["taskId"] == task_id), Observation()
+    )
+    row = next((r for r in view.rows if r.task_id == task_id), None)
+    header = task_header(view, task, definition, observation, row, now, styles)
+    attempts = task["attempts"]
+    nodes = [attempt_node(attempt, index, len(attempts), now, styles) for index, attempt in enumerate(attempts)]
+    verification = verification_text(attempts[-1], now, styles) if attempts else Text()
+    return header, nodes, verification
 
 
 class TaskDetail(VerticalScroll):
@@ -53,16 +81,17 @@ class TaskDetail(VerticalScroll):
             verification.update("")
             self._shown = None
             return
-        detail = render.task_detail(view, session.task_id, now) if session.task_id else None
+        styles = styles_of(self.app)
+        detail = task_detail(view, session.task_id, now, styles) if session.task_id else None
         if detail is None:
-            head.update(render.run_header(view, snapshot, now, display_path))
+            head.update(run_header(view, snapshot, now, styles, display_path))
             if self._shown is not None:
                 tree.clear()
             verification.update("")
             self._shown = None
             return
         header, nodes, verification_body = detail
-        head.update(render.run_header(view, snapshot, now, display_path) + header if view.error else header)
+        head.update(run_header(view, snapshot, now, styles, display_path) + header if view.error else header)
         verification.update(verification_body)
         key = (view.run_id, session.task_id, id(view.inspection))
         if times_only and key == self._shown:
@@ -74,7 +103,7 @@ class TaskDetail(VerticalScroll):
             self._shown = key
 
 
-def _add_node(parent: Any, node: render.Node) -> None:
+def _add_node(parent: Any, node: Node) -> None:
     if node.children:
         child = parent.add(node.label, expand=node.expand)
         for grandchild in node.children:

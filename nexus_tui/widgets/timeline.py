@@ -2,7 +2,7 @@
 then one lane per task with its attempts' bars and marks. Only the lanes on screen are drawn
 (a run of 200 tasks costs the ~20 lines in view), each from ``logic/timeline.py``'s cells.
 
-Task ids reach the screen through ``render.plain``'s rule (terminal_safe, never markup): a Strip
+Task ids reach the screen through ``plain``'s rule (widgets/plain.py: terminal_safe, never markup): a Strip
 of plain Segments is never parsed as markup anyway.
 """
 
@@ -21,7 +21,7 @@ from nexus_core.timeline import Bar, Timeline
 
 from ..logic import timeline as layout
 from ..logic.timeline import Viewport
-from .render import GLYPH, STATE_STYLE, themed
+from .styles import GLYPH, STATE_STYLE, styles_of
 
 AXIS_LINES = 2
 MIN_LABEL = 10
@@ -234,7 +234,7 @@ class TimelineView(ScrollView, can_focus=True):
     def _style(self, spec: str) -> Style:
         style = self._styles.get(spec)
         if style is None:
-            style = Style.parse(themed(spec)) if spec else Style()
+            style = Style.parse(styles_of(self.app).themed(spec)) if spec else Style()
             self._styles[spec] = style
         return style
 

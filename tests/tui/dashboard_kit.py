@@ -13,22 +13,15 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import DataTable, Static, Tree
 
 from nexus_core import engine, timeutil
 from nexus_tui.app import NexusApp
-from nexus_tui.logic.demo import FIXED_START, DemoInfo, build_demo
+from nexus_tui.logic.demo import DemoInfo
 
 HOST = {"kind": "host", "id": "tester", "sessionId": "s1"}
 DEMO_HOST = "demo-host"
-
-
-@pytest.fixture(scope="session")
-def frozen_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoInfo:
-    """The deterministic demo (fixed start, seed and recorded identity), built once per worker
-    by the real core; tests only read it."""
-    parent = tmp_path_factory.mktemp("snapshots")
-    return build_demo(str(parent / "demo"), start=FIXED_START, seed=5, identity=(4242, DEMO_HOST), with_process=False)
 
 
 CHECK = (
@@ -41,7 +34,7 @@ def demo_app_factory(demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callabl
     host named as the demo's, the interpreter's version and the temporary parent hidden."""
     monkeypatch.setattr("nexus_core.hostinfo.hostname", lambda: DEMO_HOST)
     monkeypatch.setattr(
-        "nexus_tui.widgets.render.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path))
+        "nexus_tui.widgets.detail_text.command_label", lambda path: re.sub(r"[\d.]+$", "", os.path.basename(path))
     )
     frozen = demo.finished_at + 60
     timeutil.set_clock(lambda: frozen)
@@ -111,6 +104,12 @@ def showing(app: Any, screen_type: Any) -> bool:
     """Whether the screen shown is a ``screen_type`` and mounted (its widgets composed, its
     on_mount run): pushed is not yet ready for a key, a query or a dismiss."""
     return isinstance(app.screen, screen_type) and bool(app.screen.is_mounted)
+
+
+def focused(app: NexusApp) -> Widget | None:
+    """The focused widget, read afresh (``app.focused`` in an assert narrows it for the type
+    checker, which does not know that a key press in between moves it)."""
+    return app.focused
 
 
 def row_keys(table: DataTable[Any]) -> list[str]:

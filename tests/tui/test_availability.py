@@ -14,6 +14,8 @@ from tui_actions_support import make_project, process_task_plan, start, task_pla
 from nexus_core import actions as commands
 from nexus_core import observe
 from nexus_core.backend import process
+from nexus_core.backend.process import receipt_file_status
+from nexus_core.state.store import load_run
 from nexus_tui.logic.operations import OPERATIONS, Target
 from nexus_tui.logic.operations import place as operations_place
 from nexus_tui.logic.operations import process as process_operations
@@ -33,7 +35,7 @@ async def test_availability_is_computed_once_per_selection_and_never_reads_files
     start(root, "a")
     process.launch_task(str(root), "demo", "p", {})  # a process attempt: collect's rule wants its receipt
     stats_on_ui_thread: list[str] = []
-    real_status = process_operations.receipt_file_status
+    real_status = receipt_file_status  # what the operation calls, replaced there below
 
     def watched_status(*args: Any) -> Any:
         if _on_ui_thread():
@@ -61,7 +63,7 @@ async def test_opening_a_dialog_reads_the_run_file_in_a_worker(tmp_path: Path, m
     root = make_project(tmp_path, [task_plan("a")])
     start(root, "a")
     reads: list[bool] = []
-    real_load = operations_place.load_run
+    real_load = load_run  # what the place calls, replaced there below
 
     def watched_load(*args: Any) -> Any:
         reads.append(_on_ui_thread())

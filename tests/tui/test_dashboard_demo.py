@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-
-from dashboard_kit import frozen_demo
+from pathlib import Path
 
 from nexus_core.hostinfo import pid_alive
 from nexus_core.observe import inspect_run
 from nexus_tui.logic import recovery
 from nexus_tui.logic.demo import DEAD_PID, DemoInfo
-
-__all__ = ["frozen_demo"]
 
 
 def test_the_demo_shows_every_promised_situation(frozen_demo: DemoInfo) -> None:
@@ -56,16 +53,16 @@ def test_a_fresh_run_of_every_demo_plan_is_accepted_by_create(frozen_demo: DemoI
         assert advice.create_problem is None, (run_id, advice.create_problem)
 
 
-def test_entry_point_refuses_a_missing_directory_cleanly(tmp_path) -> None:
+def test_entry_point_refuses_a_missing_directory_cleanly(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     result = subprocess.run(
-        [sys.executable, "-m", "nexus_tui.app", "-d", str(missing)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "nexus_tui", "-d", str(missing)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 1
     assert result.stderr == f"Nexus: not a directory: {missing}\n"
     assert not missing.exists()
     help_text = subprocess.run(
-        [sys.executable, "-m", "nexus_tui.app", "--help"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "nexus_tui", "--help"], capture_output=True, text=True, timeout=60
     ).stdout
     for option in ("--directory", "--poll", "--read-only", "--demo"):
         assert option in help_text

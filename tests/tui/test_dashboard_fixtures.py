@@ -10,23 +10,26 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from dashboard_kit import cell, detail_text, eventually, loaded, quiet_app, row_keys, select, status_text
 from fixture_tools import FIXTURE_NAMES, relocate
 from reliability_support import run_cli_json
+from textual.pilot import Pilot
 
 from nexus_core import needs, timeutil
 from nexus_core.observe import inspect_run
+from nexus_core.shapes import Run
 from nexus_core.words import json_word
+from nexus_tui.app import NexusApp
 from nexus_tui.logic.model import NOT_STARTED
 
 pytestmark = pytest.mark.asyncio
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
-async def test_every_task_of_a_fixture_matches_inspect(tmp_path, name: str) -> None:
+async def test_every_task_of_a_fixture_matches_inspect(tmp_path: Path, name: str) -> None:
     """One fixture per test (one app each): xdist spreads them, no single test is long."""
     root = str(relocate(name, tmp_path))
     frozen = time.time()  # the ages in the table and the detail are taken at one instant
@@ -37,7 +40,7 @@ async def test_every_task_of_a_fixture_matches_inspect(tmp_path, name: str) -> N
         await _check_project(app, pilot, root)
 
 
-async def test_several_projects_side_by_side(tmp_path) -> None:
+async def test_several_projects_side_by_side(tmp_path: Path) -> None:
     """Three fixtures in three tabs: each tab shows its own project's runs and locks."""
     names = FIXTURE_NAMES[:3]
     roots = [str(relocate(name, tmp_path)) for name in names]
@@ -47,7 +50,11 @@ async def test_several_projects_side_by_side(tmp_path) -> None:
         for index, root in enumerate(roots):
             if index:
                 await pilot.press("right_square_bracket")
-                await eventually(pilot, lambda index=index: app.pane.index == index, timeout=10)
+
+                def on_tab(index: int = index) -> bool:
+                    return app.pane.index == index
+
+                await eventually(pilot, on_tab, timeout=10)
             inventory = inspect_run(root)
             assert app.pane.index == index
             assert row_keys(app.pane.runs) == inventory["runIds"]
@@ -62,7 +69,7 @@ def _inspect_json(root: str, run_id: str) -> dict[str, Any]:
     return result  # type: ignore[no-any-return]
 
 
-async def _check_project(app, pilot, root: str) -> None:
+async def _check_project(app: NexusApp, pilot: Pilot[None], root: str) -> None:
     inventory = inspect_run(root)
     pane = app.pane
     assert row_keys(pane.runs) == inventory["runIds"]
@@ -79,7 +86,7 @@ async def _check_project(app, pilot, root: str) -> None:
         observations = {o["taskId"]: o for o in result["observations"]}
         definitions = {d["id"]: d for d in result["plan"]["tasks"]}
         # Where each task stands, from the core's classifier: work whose owner is gone reads so.
-        standings = needs.stand_run(result, observations, timeutil.now_ms())
+        standings = needs.stand_run(cast(Run, result), observations, timeutil.now_ms())  # the CLI's JSON
         await select(pilot, run_id)
         assert row_keys(pane.tasks) == [t["id"] for t in result["tasks"]]
         for task in result["tasks"]:
@@ -133,6 +140,7 @@ async def _check_project(app, pilot, root: str) -> None:
                 for reconciliation in attempt["reconciliations"]:
                     assert " ".join(reconciliation["summary"].split())[:40] in flat
             if "process" in observation:
+                assert attempt is not None
                 assert f"process {attempt['process']['status']}" in text
                 if observation["process"]["heartbeatStale"] and observation["process"]["status"] != "finished":
                     assert "heartbeat" in text and "STALE" in text

@@ -14,7 +14,6 @@ from dashboard_kit import (
     detail_text,
     eventually,
     finish,
-    frozen_demo,
     loaded,
     quiet_app,
     row_keys,
@@ -33,7 +32,6 @@ from nexus_tui.logic.demo import DemoInfo
 from nexus_tui.screens.schedules import SchedulesScreen
 
 pytestmark = pytest.mark.asyncio
-__all__ = ["frozen_demo"]  # the shared session fixture
 
 
 async def test_watcher_shows_a_rewritten_run_file_and_keeps_the_cursor(tmp_path: Path) -> None:

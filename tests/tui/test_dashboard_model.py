@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,14 @@ from fixture_tools import FIXTURE_NAMES, relocate
 
 from nexus_core import engine, observe
 from nexus_core.observe import inspect_loaded
+from nexus_core.shapes import Observation, Run, Task
 from nexus_core.state import canonical
 from nexus_core.state.store import load_run
 from nexus_core.timeutil import parse_iso_ms
 from nexus_tui.logic.model import ProjectScanner, task_state
 
 
-def _observations(root: str, run_id: str, now: int) -> list[dict]:
+def _observations(root: str, run_id: str, now: int) -> list[Observation]:
     return inspect_loaded(root, load_run(root, run_id), now)["observations"]
 
 
@@ -50,7 +52,7 @@ def test_incremental_reobservation_matches_a_full_inspection(tmp_path: Path) -> 
     scanner.scan()
     # (change, what the app would ask for): run-file changes need nothing more; a scope edit
     # comes from the watcher, which asks to re-inspect the runs whose evidence scopes it touches.
-    steps = [
+    steps: list[tuple[Callable[[], object], set[str]]] = [
         (lambda: finish(root, "live", "t1", accept=True), set()),
         (lambda: engine.start_task(root, "live", "t2", {"backend": HOST}), set()),
         (lambda: finish(root, "live", "t2", accept=False), set()),
@@ -64,6 +66,7 @@ def test_incremental_reobservation_matches_a_full_inspection(tmp_path: Path) -> 
         assert view is not None
         assert list(view.observations) == _observations(root, "live", now), index
         assert [r.state for r in view.rows] == [task_state(t) for t in load_run(root, "live")["tasks"]]
+    assert view is not None
     assert view.rows[0].stale
 
 
@@ -86,7 +89,7 @@ def test_a_rescan_rereads_only_changed_run_files_and_reobserves_only_changed_tas
     observed: list[tuple[str, str]] = []
     real_observe = observe.observe_task
 
-    def counting_observe(root: str, run: dict[str, Any], task: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    def counting_observe(root: str, run: Run, task: Task, *args: Any, **kwargs: Any) -> Any:
         observed.append((run["id"], task["id"]))
         return real_observe(root, run, task, *args, **kwargs)
 

@@ -12,6 +12,7 @@ from dashboard_kit import (
     detail_text,
     eventually,
     finish,
+    focused,
     loaded,
     quiet_app,
     row_keys,
@@ -71,7 +72,7 @@ async def test_filter_by_state_task_and_free_text(tmp_path: Path) -> None:
         assert app.focused is pane.tasks
         assert pane.filter_input.display
         await pilot.press("slash")
-        assert app.focused is pane.filter_input
+        assert focused(app) is pane.filter_input
         for text, expected in (
             ("state:accepted", ["t-retried", "t-accepted", "t-dependent"]),
             ("task:dep", ["t-dependent"]),
@@ -81,7 +82,11 @@ async def test_filter_by_state_task_and_free_text(tmp_path: Path) -> None:
             ("state:attention completed", ["t-problem"]),
         ):
             pane.filter_input.value = text  # as if typed: the Changed message (bubbling up) applies it
-            await eventually(pilot, lambda expected=expected: row_keys(pane.tasks) == expected, what=text)
+
+            def filtered(expected: list[str] = expected) -> bool:
+                return row_keys(pane.tasks) == expected
+
+            await eventually(pilot, filtered, what=text)
         await pilot.press("escape")
         assert row_keys(pane.tasks) == every
         assert not pane.filter_input.display
@@ -122,7 +127,7 @@ async def test_copy_help_palette_and_the_read_only_gate(tmp_path: Path) -> None:
         attempt_id = load_run(root, "guarded")["tasks"][0]["attempts"][-1]["id"]
         assert app.clipboard == attempt_id
         await app.run_action("copy_lock_fingerprint")
-        assert app.clipboard == pane.snapshot.writer_lock.fingerprint
+        assert pane.snapshot is not None and app.clipboard == pane.snapshot.writer_lock.fingerprint
         assert len(app.clipboard) == 64
         await app.run_action("copy_state_path")
         assert app.clipboard == f"{root}/.bmad-plus/nexus/runs/guarded.json"

@@ -13,19 +13,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-from dashboard_kit import demo_app_factory, frozen_demo, select, then
+from dashboard_kit import select, then
 from textual.pilot import Pilot
 
-from nexus_tui.logic.demo import DemoInfo
-
 SIZE = (170, 46)
-__all__ = ["frozen_demo"]  # a session fixture shared with the demo tests
-
-
-@pytest.fixture
-def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
-    return demo_app_factory(frozen_demo, monkeypatch)
 
 
 def test_overview_with_a_stale_accepted_task(snap_compare: Any, demo_app: Callable[[], Any]) -> None:

@@ -17,7 +17,6 @@ from dialog_kit import (
     completed,
     display,
     finished_job,
-    make_deterministic,
     running,
 )
 from tui_actions_support import accepted, make_project, start, task_plan, write_dead_writer_lock, write_result
@@ -30,9 +29,7 @@ from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 SIZE = (100, 40)
 
 
-@pytest.fixture(autouse=True)
-def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
-    make_deterministic(monkeypatch)
+pytestmark = pytest.mark.usefixtures("deterministic")  # conftest.py
 
 
 @pytest.mark.parametrize(

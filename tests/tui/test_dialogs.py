@@ -56,7 +56,7 @@ class Host(App[None]):
     def _rescan(self) -> None:
         self.rescans += 1
 
-    def notify(self, message: str, *, severity: Any = "information", **kwargs: Any) -> None:  # type: ignore[override]
+    def notify(self, message: str, *, severity: Any = "information", **kwargs: Any) -> None:
         self.notes.append((severity, message))
         super().notify(message, severity=severity, **kwargs)
 

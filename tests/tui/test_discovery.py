@@ -8,15 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from dashboard_kit import frozen_demo, small_project
+from dashboard_kit import small_project
 
-from nexus_core import projects
 from nexus_core.hostinfo import hostname
 from nexus_tui.logic.demo import DemoInfo, write_dead_writer_lock
 from nexus_tui.logic.discovery import discover_projects, order, summarize
 from nexus_tui.logic.model import ProjectScanner
-
-__all__ = ["frozen_demo"]  # the shared session fixture
 
 
 def project(path: Path) -> str:
@@ -70,7 +67,7 @@ def test_unreadable_directories_are_skipped_without_failing(tmp_path: Path, monk
             raise PermissionError(13, "Permission denied", path)
         return real_scandir(path)
 
-    monkeypatch.setattr(projects.os, "scandir", scandir)
+    monkeypatch.setattr(os, "scandir", scandir)
     assert discover_projects(str(tmp_path)) == [kept]
     assert discover_projects(str(tmp_path / "missing")) == []
 

@@ -12,6 +12,7 @@ from textual.widgets import Checkbox, Input, RadioButton, Static
 from tui_actions_support import make_project, start, task_plan
 
 from nexus_core import engine
+from nexus_core.state import store
 from nexus_tui.app import NexusApp
 from nexus_tui.screens.dialogs import ActionDialog
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
@@ -74,7 +75,7 @@ async def test_no_reconcile_outcome_is_preselected_from_the_guide_or_the_key(tmp
         await pilot.press("escape")
         await pilot.pause()
     assert tree_fingerprint(str(root)) == before
-    assert task_plan  # the kit's plan helper is shared by the tests below
+    assert callable(task_plan)  # the kit's plan helper is shared by the tests below
 
 
 async def test_cancel_is_offered_only_while_the_attempt_runs(tmp_path: Path) -> None:
@@ -91,7 +92,7 @@ async def test_cancel_is_offered_only_while_the_attempt_runs(tmp_path: Path) -> 
     record(root, "done")
     engine.verify_task(str(root), "demo", "done")
     start(root, "busy")
-    run = engine.load_run(str(root), "demo")
+    run = store.load_run(str(root), "demo")
     reason = operations.OPERATIONS["cancel"].unavailable(Target(str(root), run, "done", None))
     assert reason is not None and "has ended" in reason and "nothing to cancel" in reason
     assert "reconcile" in reason

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dashboard_kit import cell, eventually, laid_out, loaded, quiet_app, select
+from dashboard_kit import cell, eventually, focused, laid_out, loaded, quiet_app, select
 from textual.binding import Binding
 from textual.widgets import Button, DataTable, Input, Static
 from tui_actions_support import latest, make_project, process_task_plan, record, start, task_plan, write_result
@@ -191,7 +191,7 @@ async def test_the_jobs_view_finds_lines_and_esc_clears_the_search(tmp_path: Pat
         await eventually(pilot, lambda: _log_lines(jobs) == expected)
         assert "find 'BULK 1': 11 lines" in _heading(jobs)
         await pilot.press("enter")  # keeps the search, back to the list
-        assert _log_lines(jobs) == expected and app.focused is jobs.query_one("#jobs", DataTable)
+        assert _log_lines(jobs) == expected and focused(app) is jobs.query_one("#jobs", DataTable)
         await pilot.press("escape")  # clears the search first
         await eventually(pilot, lambda: _log_lines(jobs) == everything)
         assert not search.display and isinstance(app.screen, JobsScreen)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_kit import cell, demo_app_factory, frozen_demo, select, then
+from dashboard_kit import cell, select, then
 from dialog_kit import (
     FROZEN,
     SNAPSHOT_HOST,
@@ -24,7 +24,6 @@ from dialog_kit import (
     completed,
     display,
     finished_job,
-    make_deterministic,
     running,
 )
 from textual.containers import ScrollableContainer
@@ -32,7 +31,7 @@ from textual.errors import NoWidget
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Button, Checkbox, DataTable, Footer, Input, OptionList, RadioSet
+from textual.widgets import Button, Checkbox, DataTable, Footer, Input, OptionList, RadioSet, Static
 from textual.widgets._footer import FooterKey
 from tui_actions_support import (
     accepted,
@@ -68,10 +67,8 @@ from nexus_tui.screens.quit import QuitScreen
 from nexus_tui.screens.recovery import RecoveryListScreen, RecoveryScreen
 from nexus_tui.screens.schedules import ConfirmSchedule, SchedulesScreen
 from nexus_tui.screens.stop import ConfirmStop
-from nexus_tui.widgets import render
 from nexus_tui.widgets.footer import FittingFooter
-
-__all__ = ["frozen_demo"]  # the session fixture the demo views share
+from nexus_tui.widgets.styles import VALUE_GLYPH
 
 SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
 Step = Callable[[Pilot[None]], Awaitable[None]]
@@ -239,7 +236,11 @@ def _inbox(tmp_path: Path) -> Screen[Any]:
         (2, lambda: (start(web, "signup"), record(web, "signup", outcome="blocked"))),
         (1, lambda: (start(web, "search"), record(web, "search", outcome="failed"))),
     ):
-        timeutil.set_clock(lambda hours=hours: FROZEN - hours * 3600)
+
+        def clock(hours: int = hours) -> float:
+            return FROZEN - hours * 3600
+
+        timeutil.set_clock(clock)
         step()
     timeutil.set_clock(lambda: FROZEN)
     found = [(0, "web", need) for need in Looker().project(str(web), now_ms())]
@@ -312,9 +313,7 @@ def _is_settled(screen: Screen[Any]) -> bool:
     return True
 
 
-@pytest.fixture(autouse=True)
-def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
-    make_deterministic(monkeypatch)
+pytestmark = pytest.mark.usefixtures("deterministic")  # conftest.py
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -346,7 +345,7 @@ async def test_a_refusal_in_the_dialog_shows_above_the_buttons(tmp_path: Path, s
         app.screen.query_one("#confirm", Button).press()  # without the owner-stopped tick
         await pilot.pause()
         await pilot.pause()
-        error = app.screen.query_one("#dialog-error")
+        error = app.screen.query_one("#dialog-error", Static)
         assert "owner" in str(getattr(error.content, "plain", error.content))
         assert _visible(error), f"the error line is covered or off screen: {error.region}"
         assert error.region.bottom <= app.screen.query_one("#dialog-buttons").region.y
@@ -370,7 +369,7 @@ async def test_every_validation_message_of_a_dialog_with_many_fields_is_visible(
         screen.query_one("#confirm", Button).press()
         await pilot.pause()
         await pilot.pause()
-        error = screen.query_one("#dialog-error")
+        error = screen.query_one("#dialog-error", Static)
         words = str(getattr(error.content, "plain", error.content)).splitlines()
         assert len(words) == 4, words
         assert _visible(error), f"the error line is covered or off screen: {error.region}"
@@ -499,11 +498,6 @@ async def test_the_record_dialog_needs_no_scrolling_at_160x45(tmp_path: Path) ->
 # ----------------------------------------------------------------- the main screen
 
 
-@pytest.fixture
-def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
-    return demo_app_factory(frozen_demo, monkeypatch)
-
-
 LONG_REFUSAL = (
     "Nexus: Task migrate cannot be accepted: its latest verification is not 'passed' for the current "
     "artifacts and resources (out/migrate/migrate.txt changed since the verification at "
@@ -574,7 +568,7 @@ async def test_the_columns_that_decide_stay_on_screen(demo_app: Callable[[], Any
         # Compact values are the glyphs of the model's values (the help's legend).
         for row in pane.current_view().rows:
             for column in ("execution", "verification", "acceptance"):
-                assert cell(pane.tasks, row.task_id, column) == render.VALUE_GLYPH[getattr(row, column)]
+                assert cell(pane.tasks, row.task_id, column) == VALUE_GLYPH[getattr(row, column)]
         if size == "80x24":  # the detail pane is below the tables, as wide as the screen
             detail = pane.query_one(f"#detail-{pane.index}")
             assert detail.region.y >= pane.tasks.region.bottom and detail.region.width == pane.region.width

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dashboard_kit import eventually, loaded, quiet_app, row_keys
+from dashboard_kit import eventually, focused, loaded, quiet_app, row_keys
 from textual.widgets import Input
 from tui_actions_support import make_project, record, start, task_plan
 
@@ -185,7 +185,7 @@ async def test_slash_lists_the_other_runs_matches_and_enter_goes_there(tmp_path:
         assert app.focused is search
         await pilot.press("enter")
         await eventually(pilot, lambda: (pane.run_id, pane.task_id) == ("web", "pages"))
-        assert not search.display and app.focused is pane.tasks
+        assert not search.display and focused(app) is pane.tasks
         assert pane.session.filter_text == "state:blocked"
         # Free text across runs: "login" is in api and web.
         await pilot.press("slash")

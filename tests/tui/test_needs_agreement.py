@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -23,8 +23,9 @@ from tui_actions_support import make_project, process_task_plan, task_plan
 
 from nexus_core import needs
 from nexus_core.actions import MUTATIONS, allows
-from nexus_core.cli.completion import _awaiting
+from nexus_core.cli.completion import awaiting_tasks
 from nexus_core.observe import process_observation
+from nexus_core.shapes import Attempt
 from nexus_core.state.store import load_run
 from nexus_core.supervise.classify import classify_run
 from nexus_core.timeutil import iso_from_ms
@@ -56,7 +57,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
             process_task_plan("p", maxAttempts=2),
         ],
     )
-    return root, load_run(str(root), "demo")
+    return root, cast(dict[str, Any], load_run(str(root), "demo"))  # edited as plain JSON
 
 
 def iso(offset_s: int) -> str:
@@ -183,14 +184,14 @@ def run_state(draw: st.DrawFn, template: dict[str, Any]) -> tuple[dict[str, Any]
         observation: dict[str, Any] = {
             "taskId": task_id,
             "attemptId": latest["id"] if latest else None,
-            "overdue": bool(latest and needs.overdue(latest, task, NOW)),
+            "overdue": bool(latest and needs.overdue(cast(Attempt, latest), task, NOW)),
             "resourcesCurrent": resources,
             "evidenceEligible": False,
             "stale": stale or not resources,
             "staleReason": "Nexus: Stale evidence." if stale or not resources else None,
         }
         if latest is not None and latest["backend"]["kind"] == "process":
-            observation["process"] = process_observation(latest, NOW)
+            observation["process"] = process_observation(cast(Attempt, latest), NOW)
         observation["hint"] = "(inspect's hint)"
         observations[task_id] = observation
     # Dependencies accepted before a dependant began (the core refuses a start otherwise).
@@ -232,7 +233,7 @@ def test_every_reader_agrees_with_the_classifier(base: tuple[Path, dict[str, Any
 
     # The guide: one situation per need, its next step the need's guided action.
     situations = recovery.task_situations(str(root), inspection, NOW)  # type: ignore[arg-type]
-    assert sorted(s.task_id or "" for s in situations) == sorted(by_task)
+    assert sorted(s.task_id or "" for s in situations) == sorted(task or "" for task in by_task)
     for situation in situations:
         assert situation.next_action == standings[situation.task_id or ""].action, situation
 
@@ -255,5 +256,5 @@ def test_every_reader_agrees_with_the_classifier(base: tuple[Path, dict[str, Any
         if action in PER_TASK:
             assert allows(action, run, task), (task["id"], standings[task["id"]], action)
     for action in PER_TASK:
-        for task_id in _awaiting(run, action):
+        for task_id in awaiting_tasks(run, action):
             assert allows(action, run, next(t for t in run["tasks"] if t["id"] == task_id))

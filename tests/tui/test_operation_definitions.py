@@ -5,6 +5,7 @@ the help screen, the dialog, the recovery button and the long-action flow each c
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, cast
 
 import pytest
 from rich.text import Text
@@ -125,7 +126,7 @@ async def test_the_help_screen_lists_every_bound_action_from_its_definition() ->
         await app.push_screen(HelpScreen())
         await pilot.pause()
         shown = " ".join(
-            str(s.render()) if not isinstance(s.render(), Text) else s.render().plain for s in app.screen.query(Static)
+            shown.plain if isinstance(shown := s.render(), Text) else str(shown) for s in app.screen.query(Static)
         )
         for operation in OPERATIONS.values():
             if operation.in_registry:
@@ -151,7 +152,7 @@ def test_every_fact_the_cores_check_reads_is_compared_at_confirm(name: str) -> N
         now = Seen(facts={**opened.facts, fact: "after"})
         assert differences(operation, opened, now) == [f"{FACT_WORDS[fact]}: before -> after"], fact
     for identity in operation.compared:
-        now = replace(opened, **{identity: "after"})
+        now = replace(opened, **cast(dict[str, Any], {identity: "after"}))
         changed = differences(operation, opened, now)
         assert len(changed) == 1 and changed[0].endswith(": none -> after"), identity
     assert differences(operation, opened, replace(opened)) == []

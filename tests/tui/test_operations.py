@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tui_actions_support import (
@@ -27,7 +28,14 @@ from nexus_tui.logic import operations as ops
 OPERATOR = {"backend_id": "operator", "backend_session": "nexus-tui-test"}
 
 
-def _run(root: Path, action: str, task: str | None = "a", values: dict | None = None, log=None, **hooks):
+def _run(
+    root: Path,
+    action: str,
+    task: str | None = "a",
+    values: dict[str, Any] | None = None,
+    log: ops.ActionLog | None = None,
+    **hooks: Any,
+) -> Any:
     preview = ops.preview(str(root), action, "demo" if task else None, task)
     return ops.execute(preview, values or {}, log or ops.ActionLog(), **hooks)
 
@@ -35,7 +43,7 @@ def _run(root: Path, action: str, task: str | None = "a", values: dict | None = 
 def test_a_task_goes_from_nothing_to_accepted_and_every_call_is_logged(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     log = ops.ActionLog()
-    seen: list = []
+    seen: list[Any] = []
     log.listener = seen.append
     _run(root, "start", values=OPERATOR, log=log)
     attempt = latest(root, "a")
@@ -51,7 +59,7 @@ def test_a_task_goes_from_nothing_to_accepted_and_every_call_is_logged(tmp_path:
         log,
     )
     assert latest(root, "a")["execution"] == "completed"
-    events: list = []
+    events: list[Any] = []
     _run(root, "verify", log=log, progress=events.append)
     assert latest(root, "a")["verification"]["status"] == "passed"
     assert [e["event"] for e in events] == ["check-started", "check-spawned", "check-finished"]
@@ -193,7 +201,7 @@ def test_verify_can_be_stopped_and_never_passes(tmp_path: Path) -> None:
     start(root, "a")
     write_result(root, "a")
     record(root, "a")
-    events: list = []
+    events: list[Any] = []
     _run(root, "verify", progress=events.append, should_stop=lambda: len(events) >= 2)
     verification = latest(root, "a")["verification"]
     assert verification["status"] == "ambiguous"

@@ -17,7 +17,8 @@ from nexus_tui.logic.model import RunView
 from nexus_tui.screens.dialogs import ActionDialog
 from nexus_tui.screens.progress import ProgressScreen
 from nexus_tui.screens.stop import ConfirmStop
-from nexus_tui.widgets.render import progress_cell
+from nexus_tui.widgets.run_cells import progress_cell
+from nexus_tui.widgets.styles import DEFAULT_STYLES
 
 BAR_WIDTH = 8
 
@@ -69,13 +70,13 @@ def _view(accepted_count: int, total: int) -> RunView:
 
 
 def test_the_accepted_bar_is_full_only_when_every_task_is_accepted() -> None:
-    assert progress_cell(_view(0, 0)).plain == "no tasks"
-    assert _bar(progress_cell(_view(0, 1)).plain) == "░" * BAR_WIDTH
-    assert _bar(progress_cell(_view(1, 2)).plain) == "█" * 4 + "░" * 4
-    assert _bar(progress_cell(_view(2, 2)).plain) == "█" * BAR_WIDTH
+    assert progress_cell(_view(0, 0), DEFAULT_STYLES).plain == "no tasks"
+    assert _bar(progress_cell(_view(0, 1), DEFAULT_STYLES).plain) == "░" * BAR_WIDTH
+    assert _bar(progress_cell(_view(1, 2), DEFAULT_STYLES).plain) == "█" * 4 + "░" * 4
+    assert _bar(progress_cell(_view(2, 2), DEFAULT_STYLES).plain) == "█" * BAR_WIDTH
     # Never full before the last task, never empty after the first.
-    assert _bar(progress_cell(_view(199, 200)).plain).count("░") == 1
-    assert _bar(progress_cell(_view(1, 200)).plain).count("█") == 1
+    assert _bar(progress_cell(_view(199, 200), DEFAULT_STYLES).plain).count("░") == 1
+    assert _bar(progress_cell(_view(1, 200), DEFAULT_STYLES).plain).count("█") == 1
 
 
 class Host(App[None]):

@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tui_actions_support import (
@@ -43,7 +45,7 @@ def _kinds(root: Path, now: int | None = None) -> dict[str, recovery.Situation]:
     return {s.kind: s for s in recovery.classify_project(str(root), now)}
 
 
-def _act(root: Path, situation: recovery.Situation, values: dict | None = None) -> dict:
+def _act(root: Path, situation: recovery.Situation, values: dict[str, Any] | None = None) -> dict[str, Any]:
     assert situation.next_action is not None
     preview = ops.preview(str(root), situation.next_action, situation.run_id, situation.task_id)
     merged = dict(values or {})
@@ -105,10 +107,11 @@ def _recover_left_lock(root: Path) -> None:
     lock = root / ".bmad-plus/nexus/writer.lock"
     if lock.exists():
         situation = _kinds(root)["writer-lock-dead"]
+        assert situation.lock_hash is not None
         _act(root, situation, {"note": "killed by the test", "owner_stopped": True, "typed": situation.lock_hash[:8]})
 
 
-def _wait_for(predicate, seconds: float = 20.0) -> None:
+def _wait_for(predicate: Callable[[], object], seconds: float = 20.0) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
@@ -329,6 +332,7 @@ def test_unsafe_run_file_plan_recovered_and_the_command_works(tmp_path: Path) ->
     assert any("group- or world-writable" in line for line in situation.known)
     assert advice.new_run_id == "demo-fresh-2"  # demo-fresh is taken
     move = situation.command  # no create command until the plan is saved
+    assert move is not None
     assert "\n" not in move and "nexus create" not in move
     path = recovery.save_fresh_plan(advice)
     assert path == str(root / ".bmad-plus/nexus/fresh-plans/demo-demo-fresh-2.json")

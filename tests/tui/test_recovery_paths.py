@@ -35,7 +35,8 @@ from nexus_core.timeutil import now_ms
 from nexus_tui.logic import operations as ops
 from nexus_tui.logic import recovery
 from nexus_tui.logic.model import build_view
-from nexus_tui.widgets import render
+from nexus_tui.widgets.styles import DEFAULT_STYLES
+from nexus_tui.widgets.task_detail import task_detail
 
 RECONCILE = {"summary": "checked: the worker is gone", "owner_stopped": True, "retry_safe": False}
 
@@ -61,7 +62,7 @@ def advice(root: Path, task_id: str, now: int | None = None) -> tuple[str | None
 def detail(root: Path, task_id: str, now: int | None = None) -> str:
     moment = now_ms() if now is None else now
     inspection = observe.inspect_loaded(str(root), load_run(str(root), "demo"), moment)
-    shown = render.task_detail(build_view("demo", inspection, now=moment, project=str(root)), task_id, moment)
+    shown = task_detail(build_view("demo", inspection, now=moment, project=str(root)), task_id, moment, DEFAULT_STYLES)
     assert shown is not None
     return shown[0].plain
 

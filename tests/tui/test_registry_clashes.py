@@ -73,6 +73,7 @@ async def test_a_panels_key_never_reaches_the_main_screen(tmp_path: Path) -> Non
 
 
 def test_follow_is_f_and_pause_is_the_schedules() -> None:
-    assert (actions.spec("toggle_follow").keys, actions.spec("toggle_follow").label) == ("f", "Follow")
+    follow = actions.spec("toggle_follow")
+    assert follow is not None and (follow.keys, follow.label) == ("f", "Follow")
     assert [e.id for e in actions.REGISTRY if e.label == "Pause"] == ["schedule_pause"]
     assert any(b.key == "f" and b.action == "toggle_follow" for b in NexusApp.BINDINGS)

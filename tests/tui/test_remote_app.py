@@ -19,6 +19,7 @@ from dashboard_kit import eventually, finish, loaded, select, small_project, sta
 from ssh_kit import HOST, REFUSED_KEY_HOST, REMOTE_NEXUS, UNKNOWN_KEY_HOST, SshServer, shared_ssh_server, ssh_server
 from test_actions_app import _fill, _open
 from textual.pilot import Pilot
+from textual.widgets import TabbedContent
 
 from nexus_core import engine
 from nexus_core.state.store import load_run
@@ -27,6 +28,7 @@ from nexus_tui.app import NexusApp
 from nexus_tui.logic import remote
 from nexus_tui.logic.ssh import parse_remote
 from nexus_tui.screens.dialogs import ActionDialog
+from nexus_tui.widgets.project_pane import ProjectPane
 
 __all__ = ["shared_ssh_server", "ssh_server"]  # the fixtures, for pytest
 
@@ -78,7 +80,9 @@ async def test_a_remote_run_shows_and_follows_remote_changes(
     app = remote_app(shared_ssh_server, monkeypatch, f"{HOST}:{root}")
     async with app.run_test(size=SIZE) as pilot:
         await shown(pilot, lambda: remote_pane_ready(app, "live"))
-        assert str(app.query_one("#projects").active_pane.query_one("ProjectPane").session.label) == f"{HOST}:{root}"
+        tab = app.query_one("#projects", TabbedContent).active_pane
+        assert tab is not None
+        assert str(tab.query_one(ProjectPane).session.label) == f"{HOST}:{root}"
         await shown(pilot, lambda: "connected to testhost" in status_text(app))
         await select(pilot, "live", "t1")
         assert row_of(app, "t1").state == "running"
@@ -103,7 +107,7 @@ async def test_a_record_through_the_dialog_lands_in_the_remote_state(
         _fill(app, summary="recorded from afar")
         await pilot.click("#confirm")
         await shown(pilot, lambda: load_run(root, "live")["tasks"][0]["attempts"][-1]["execution"] == "completed")
-        await shown(pilot, lambda: app.pane.current_view().count("to verify") == 1)
+        await shown(pilot, lambda: (view := app.pane.current_view()) is not None and view.count("to verify") == 1)
         assert [entry.action for entry in app.flow.log.entries] == ["record"]
         assert app.flow.log.entries[0].ok
     observation = load_run(root, "live")["tasks"][0]["attempts"][-1]["observations"][-1]
@@ -128,7 +132,9 @@ async def test_the_confirm_recheck_reads_the_remote_state_afresh(
             {"attemptId": attempt["id"], "backend": HOST_BACKEND, "outcome": "failed", "summary": "another client"},
         )  # fmt: skip
         before = load_run(root, "live")
-        stream = app.pane.session.remote.host.stream
+        link = app.pane.session.remote
+        assert link is not None
+        stream = link.host.stream
         sent: list[dict[str, Any]] = []
         real_send = stream.send
         monkeypatch.setattr(stream, "send", lambda message: sent.append(message) or real_send(message))

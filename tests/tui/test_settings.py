@@ -20,6 +20,7 @@ from nexus_tui import actions
 from nexus_tui.logic.settings import Settings, default_path, load, parse
 from nexus_tui.screens.help import help_text
 from nexus_tui.screens.inbox import InboxScreen
+from nexus_tui.widgets.styles import DEFAULT_STYLES
 
 SIZE = (160, 45)
 
@@ -130,7 +131,7 @@ async def test_key_overrides_theme_and_sort_apply_everywhere(tmp_path: Path) -> 
         # The refused action's twin moved too: V on a task with nothing to verify says why.
         await pilot.press("V")
         await eventually(pilot, lambda: any("Unavailable" in str(n.message) for n in app._notifications))
-        help_words = help_text(160, settings.keys).plain
+        help_words = help_text(160, settings.keys, DEFAULT_STYLES).plain
         assert "ctrl+b" in help_words and "  i  " not in help_words
         palette = {command.title: command.help for command in app.get_system_commands(app.screen)}
         assert palette["Inbox"].endswith("Key: ctrl+b.")

@@ -11,10 +11,8 @@ from typing import Any
 import pytest
 from dashboard_kit import (
     HOST,
-    demo_app_factory,
     eventually,
     finish,
-    frozen_demo,
     loaded,
     quiet_app,
     select,
@@ -39,11 +37,9 @@ from nexus_core.timeline import (
     tick_step,
 )
 from nexus_tui.logic import timeline as layout
-from nexus_tui.logic.demo import DemoInfo
 from nexus_tui.screens.timeline import TimelineScreen
 from nexus_tui.widgets.timeline import TimelineView
 
-__all__ = ["frozen_demo"]
 T0 = 1_796_029_200_000  # 2026-11-30T09:00:00Z
 
 
@@ -173,11 +169,6 @@ def test_a_click_selects_the_attempt_under_it() -> None:
 
 
 # ----------------------------------------------------------------- the app
-
-
-@pytest.fixture
-def demo_app(frozen_demo: DemoInfo, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
-    return demo_app_factory(frozen_demo, monkeypatch)
 
 
 async def open_timeline(pilot: Pilot[None], run_id: str = "release", task_id: str | None = "migrate") -> TimelineScreen:
