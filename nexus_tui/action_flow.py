@@ -50,6 +50,7 @@ class ActionFlow:
         self.log = ActionLog()
         self.last_result: dict[str, Any] | None = None
         self.last_error: str | None = None
+        self.ended = 0  # core calls that have ended, done or refused, with their notification (tests wait on it)
 
     # -- actions
     def open(self, action: str, directory: str | Place, run_id: str | None = None, task_id: str | None = None) -> None:
@@ -102,7 +103,11 @@ class ActionFlow:
             words = self.log.entries[-1].result if self.log.entries else "done"
             self.app.call_from_thread(self._succeeded, preview.action, result, words)
         finally:
-            self.app.call_from_thread(self.on_done)
+            self.app.call_from_thread(self._ended)
+
+    def _ended(self) -> None:
+        self.ended += 1
+        self.on_done()
 
     def _succeeded(self, action: str, result: dict[str, Any], words: str) -> None:
         self.last_result, self.last_error = result, None

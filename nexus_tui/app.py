@@ -236,14 +236,14 @@ class NexusApp(App[None]):
         def loop() -> None:
             worker = get_current_worker()
             while not worker.is_cancelled and not requests.closed:
-                for index, everything, runs, retime in requests.take(0.25):
+                for index, everything, runs, retime, answers in requests.take(0.25):
                     scanner = self.sessions[index].scanner
 
                     def publish(partial: ProjectSnapshot, index: int = index) -> None:
                         self.post_message(ProjectScanned(index, partial, (), partial=True))
 
                     snapshot = scanner.scan(reinspect=runs, everything=everything, publish=publish, retime=retime)
-                    self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths())))
+                    self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths()), answers=answers))
 
         self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
 
@@ -289,6 +289,18 @@ class NexusApp(App[None]):
                 self._requests.ask(i, everything=everything, runs=runs, retime=retime)
 
     def on_project_scanned(self, message: ProjectScanned) -> None:
+        try:
+            self._apply_scan(message)
+        finally:
+            if message.answers is not None:
+                self._requests.applied(message.index, message.answers)
+
+    @property
+    def scans_caught_up(self) -> bool:
+        """Every scan asked so far ran and its result was applied (nothing in flight)."""
+        return self._requests.caught_up
+
+    def _apply_scan(self, message: ProjectScanned) -> None:
         panes = self.panes
         if message.index >= len(panes) or not self.is_running:
             return  # shutting down
@@ -357,6 +369,12 @@ class NexusApp(App[None]):
             self.title = title
         if self.notifier.observe(self.open_needs()):
             self._schedule_notification()
+
+    @property
+    def notification_due(self) -> bool:
+        """Needs wait to be told (the coalescing window is open): once not, nothing more is
+        written until a scan finds a new need."""
+        return self._notify_timer is not None or bool(self.notifier.pending)
 
     def watch_title(self, title: str) -> None:
         """In a browser (``nexus-tui serve``) the page's title follows the app's, needs count

@@ -15,7 +15,12 @@ class ProjectScanned(Message):
     """A scanner thread finished a pass over project ``index``."""
 
     def __init__(
-        self, index: int, snapshot: ProjectSnapshot, scope_paths: tuple[str, ...], partial: bool = False
+        self,
+        index: int,
+        snapshot: ProjectSnapshot,
+        scope_paths: tuple[str, ...],
+        partial: bool = False,
+        answers: int | None = None,
     ) -> None:
         super().__init__()
         self.index = index
@@ -23,16 +28,24 @@ class ProjectScanned(Message):
         self.scope_paths = scope_paths
         # A first load still going on: show what is there, keep the watcher as it is.
         self.partial = partial
+        # The requests this scan covers (ScanRequests.take's count), once it is applied.
+        self.answers = answers
 
 
 class ScanRequests:
-    """Scan requests per project, merged until the scanner thread takes them (thread-safe)."""
+    """Scan requests per project, merged until the scanner thread takes them (thread-safe).
+
+    Requests are counted per project: a scan taken covers every request asked before it, and
+    once its result is applied (``applied``) the project has caught up to that count. Caught up
+    everywhere means no scan is asked, running or waiting to be applied (tests wait for that)."""
 
     def __init__(self, projects: int) -> None:
         self._condition = threading.Condition()
         self._everything = [False] * projects
         self._retime = [False] * projects
         self._runs: list[set[str] | None] = [None] * projects  # None: nothing asked
+        self._asked = [0] * projects
+        self._applied = [0] * projects
         self._closed = False
 
     def ask(self, index: int, everything: bool = False, runs: Iterable[str] = (), retime: bool = False) -> None:
@@ -40,6 +53,7 @@ class ScanRequests:
             self._everything[index] |= everything
             self._retime[index] |= retime or everything
             self._runs[index] = (self._runs[index] or set()) | set(runs)
+            self._asked[index] += 1
             self._condition.notify()
 
     def add(self) -> int:
@@ -48,20 +62,36 @@ class ScanRequests:
             self._everything.append(False)
             self._retime.append(False)
             self._runs.append(None)
+            self._asked.append(0)
+            self._applied.append(0)
             return len(self._runs) - 1
 
-    def take(self, timeout: float) -> list[tuple[int, bool, set[str], bool]]:
+    def take(self, timeout: float) -> list[tuple[int, bool, set[str], bool, int]]:
+        """The projects to scan: (index, everything, runs, retime, the requests it answers)."""
         with self._condition:
             if not self._closed and all(runs is None for runs in self._runs):
                 self._condition.wait(timeout)
             if self._closed:
                 return []
             taken = [
-                (i, self._everything[i], runs, self._retime[i]) for i, runs in enumerate(self._runs) if runs is not None
+                (i, self._everything[i], runs, self._retime[i], self._asked[i])
+                for i, runs in enumerate(self._runs)
+                if runs is not None
             ]
-            for i, _, _, _ in taken:
+            for i, *_ in taken:
                 self._everything[i], self._runs[i], self._retime[i] = False, None, False
             return taken
+
+    def applied(self, index: int, answers: int) -> None:
+        """The scan answering the first ``answers`` requests of project ``index`` was applied."""
+        with self._condition:
+            self._applied[index] = max(self._applied[index], answers)
+
+    @property
+    def caught_up(self) -> bool:
+        """No scan asked, running or waiting to be applied, in any project."""
+        with self._condition:
+            return self._applied == self._asked
 
     def close(self) -> None:
         with self._condition:

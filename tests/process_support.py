@@ -280,6 +280,15 @@ def pid_alive(process_id: int) -> bool:
     return alive(process_id)
 
 
+def worker_waiting(process_id: int) -> bool:
+    """Whether a "slow" worker reached its sleep, past its one line to the supervisor's stdout
+    pipe: a supervisor killed before that write would take the worker with it (SIGPIPE)."""
+    try:
+        return Path(f"/proc/{process_id}/comm").read_text().strip() == "sleep"
+    except OSError:
+        return False
+
+
 def kill_quietly(process_id: int | None) -> None:
     import signal
 

@@ -29,6 +29,7 @@ from process_support import (
     state,
     wait_for,
     wait_running,
+    worker_waiting,
     write,
 )
 
@@ -368,6 +369,7 @@ def test_supervisor_killed_mid_run(project: Path) -> None:
     attempt = wait_running(project, "r", "t")
     child = attempt["process"]["childPid"]
     try:
+        wait_for(lambda: worker_waiting(child), what="the worker to reach its sleep")
         fresh = observe.inspect_run(str(project), "r")["observations"][0]["process"]
         assert fresh["heartbeatStale"] is False and fresh["childPid"] == child
         supervisor.send_signal(signal.SIGKILL)

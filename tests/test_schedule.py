@@ -483,8 +483,12 @@ def test_a_foreign_file_that_appears_while_running_is_reported_once_and_left_alo
 ) -> None:
     log = tmp_path / "events.jsonl"
     runner = project.scheduler(log)
-    project.db.write_bytes(b"not ours\n" * 20)
-    os.chmod(project.db, 0o600)
+    # It appears whole (renamed into place): written in place, the runner could see it empty,
+    # then full, and rightly report two different files.
+    foreign = project.db.with_name("foreign.tmp")
+    foreign.write_bytes(b"not ours\n" * 20)
+    os.chmod(foreign, 0o600)
+    foreign.rename(project.db)
     err = Path(f"{log}.err")
     until(lambda: "is not an SQLite database" in err.read_text(), what="the refusal")
     assert project.db.read_bytes() == b"not ours\n" * 20

@@ -124,10 +124,13 @@ async def test_the_panels_actions_come_from_the_registry(tmp_path: Path) -> None
         assert all(entry.help in help_text for entry in entries)
         await pilot.press("escape")
         panel = await _panel(app, pilot)
-        # The panel's footer shows the registry's labels, enabled.
-        footer = {key.description: key for key in panel.query(FooterKey)}
-        assert {entry.label for entry in entries} <= set(footer)
-        assert not any(footer[entry.label].has_class("-disabled") for entry in entries)
+
+        # The panel's footer shows the registry's labels, enabled (composed after a refresh).
+        def footer() -> dict[str, FooterKey]:
+            return {key.description: key for key in panel.query(FooterKey)}
+
+        await eventually(pilot, lambda: {entry.label for entry in entries} <= set(footer()))
+        assert not any(footer()[entry.label].has_class("-disabled") for entry in entries)
         # The palette opened over the panel offers them, and runs them on the panel.
         # (each entry's help, then the effective key: "... Key: d.")
         commands = {command.help.split(" Key: ")[0]: command for command in app.get_system_commands(panel)}
@@ -143,8 +146,12 @@ async def test_the_panels_actions_come_from_the_registry(tmp_path: Path) -> None
         await pilot.pause()
         assert all(panel.check_action("schedule", (a.id,)) is None for a in SCHEDULE_ACTIONS.values())
         assert not {entry.help for entry in entries} & {c.help for c in app.get_system_commands(panel)}
-        footer = {key.description: key for key in panel.query(FooterKey)}
-        assert all(footer[entry.label].has_class("-disabled") for entry in entries)
+
+        def dimmed() -> bool:
+            keys = footer()
+            return all(entry.label in keys and keys[entry.label].has_class("-disabled") for entry in entries)
+
+        await eventually(pilot, dimmed)
     assert [s["id"] for s in core.list_schedules(root)] == ids  # nothing was confirmed
 
 

@@ -262,6 +262,11 @@ class Job:
         with self._lock:
             self._announced = False
 
+    @property
+    def reported(self) -> bool:
+        """Its end was reported on the UI thread (notified, the project asked to rescan)."""
+        return self._reported
+
     def report_once(self) -> bool:
         """True the first time it is asked after the job finished (one notification per job)."""
         if not self.finished or self._reported:

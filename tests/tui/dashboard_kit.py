@@ -72,13 +72,38 @@ async def loaded(app: NexusApp, pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
-async def eventually(pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+async def eventually(
+    pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
+) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
         if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
+            raise AssertionError(f"{what} not reached in time")
         await pilot.pause(0.05)
+
+
+async def caught_up(pilot: Pilot[None], timeout: float = 30.0) -> None:
+    """Wait until the app's scans have caught up: none asked, running or waiting to be applied, and
+    the messages their results posted (a run focused asks for its inspection) handled. A count
+    or a gate's answer read then is not changed by a scan still on its way."""
+    app = pilot.app
+    assert isinstance(app, NexusApp)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        await pilot.pause()
+        if app.scans_caught_up:
+            return
+        if loop.time() > deadline:
+            raise AssertionError("the scans did not catch up in time")
+        await pilot.pause(0.02)
+
+
+def showing(app: Any, screen_type: Any) -> bool:
+    """Whether the screen shown is a ``screen_type`` and mounted (its widgets composed, its
+    on_mount run): pushed is not yet ready for a key, a query or a dismiss."""
+    return isinstance(app.screen, screen_type) and bool(app.screen.is_mounted)
 
 
 def focused(app: NexusApp) -> Widget | None:

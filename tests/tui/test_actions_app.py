@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dashboard_kit import eventually, loaded, quiet_app, select, tree_fingerprint
+from dashboard_kit import caught_up, eventually, loaded, quiet_app, select, showing, tree_fingerprint
 from textual.widgets import Checkbox, Input
 from textual.widgets._footer import FooterKey
 from tui_actions_support import (
@@ -42,16 +42,16 @@ def _errors(app: NexusApp) -> list[str]:
     return [n.message for n in app._notifications if n.severity == "error"]
 
 
-async def _done(app: NexusApp, pilot: Any, before: int) -> None:
-    """Wait for the action's worker, then for the rescan it asked for (scans counted from before)."""
-    await eventually(pilot, lambda: not [w for w in app.workers if w.group == "nexus-actions" and not w.is_finished])
-    await eventually(pilot, lambda: app.scans_applied > before)
-    await pilot.pause()
+async def _done(app: NexusApp, pilot: Any, ended: int) -> None:
+    """Wait for the action's core call to end (its notification given: ``ended`` counted before
+    the confirm), then for the rescan it asked for to be applied."""
+    await eventually(pilot, lambda: app.flow.ended > ended)
+    await caught_up(pilot)
 
 
 async def _open(app: NexusApp, pilot: Any, key: str) -> ActionDialog:
     await pilot.press(key)
-    await eventually(pilot, lambda: isinstance(app.screen, ActionDialog))  # the preview is read in a worker
+    await eventually(pilot, lambda: showing(app, ActionDialog))  # the preview is read in a worker
     await pilot.pause()
     assert isinstance(app.screen, ActionDialog), f"{key} opened {app.screen}"
     assert app.focused is not None and app.focused.id == "cancel"
@@ -66,20 +66,21 @@ def _fill(app: NexusApp, **values: Any) -> None:
 
 
 async def _confirm(app: NexusApp, pilot: Any) -> None:
-    before = app.scans_applied
+    ended = app.flow.ended
     await pilot.click("#confirm")
-    await _done(app, pilot, before)
+    await _done(app, pilot, ended)
 
 
 async def _long(app: NexusApp, pilot: Any) -> ProgressScreen:
-    before = app.scans_applied
     await pilot.click("#confirm")
-    await pilot.pause()
+    await eventually(pilot, lambda: showing(app, ProgressScreen))
     screen = app.screen
     assert isinstance(screen, ProgressScreen)
-    await eventually(pilot, lambda: screen.finished, timeout=30)
+    await eventually(pilot, lambda: screen.job.reported, timeout=30)  # ended, and the app heard of it
+    await pilot.pause()  # the end's layout (Stop hidden, Close moves) is done before the click lands
     await pilot.click("#close")
-    await eventually(pilot, lambda: app.scans_applied > before)  # the job's end rescans the project
+    await eventually(pilot, lambda: app.screen is not screen)
+    await caught_up(pilot)  # the job's end rescans the project
     return screen
 
 
@@ -160,14 +161,13 @@ async def test_the_dead_lock_is_cleared_from_the_recovery_guide(tmp_path: Path) 
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await pilot.press("R")
-        await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
-        await pilot.pause()
+        await eventually(pilot, lambda: showing(app, RecoveryListScreen | RecoveryScreen))
         assert isinstance(app.screen, RecoveryListScreen)
         await pilot.press("enter")
-        await pilot.pause()
+        await eventually(pilot, lambda: showing(app, RecoveryScreen))
         assert isinstance(app.screen, RecoveryScreen) and app.screen.situation.kind == "writer-lock-dead"
         await pilot.click("#next-action")
-        await pilot.pause()
+        await eventually(pilot, lambda: showing(app, ActionDialog))  # the preview is read in a worker
         assert isinstance(app.screen, ActionDialog) and app.screen.preview.action == "recover-lock"
         _fill(app, note="pid 4194304 is gone", owner_stopped=True, typed=lock_hash[:8])
         await _confirm(app, pilot)
@@ -236,10 +236,9 @@ async def test_read_only_leaves_no_mutating_action_reachable(tmp_path: Path) -> 
             assert app.screen is app.screen_stack[0]
         # Guided recovery stays readable, its next step is disabled.
         await pilot.press("R")
-        await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
-        await pilot.pause()
+        await eventually(pilot, lambda: showing(app, RecoveryListScreen | RecoveryScreen))
         await pilot.press("enter")
-        await pilot.pause()
+        await eventually(pilot, lambda: showing(app, RecoveryScreen))
         assert isinstance(app.screen, RecoveryScreen)
         assert app.screen.query_one("#next-action").disabled
     assert tree_fingerprint(str(root)) == before
@@ -314,18 +313,15 @@ async def test_the_demo_is_finished_from_the_dashboard(tmp_path: Path) -> None:
         await loaded(app, pilot)
         # 1. The dead writer.lock blocks every mutation: the recovery guide lists it first.
         await pilot.press("R")
-        await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
-        await pilot.pause()
+        await eventually(pilot, lambda: showing(app, RecoveryListScreen | RecoveryScreen))
         await pilot.press("enter")
-        await pilot.pause()
+        await eventually(pilot, lambda: showing(app, RecoveryScreen))
         assert isinstance(app.screen, RecoveryScreen) and app.screen.situation.kind == "writer-lock-dead"
         fingerprint = app.screen.situation.lock_hash or ""
-        before = app.scans_applied
         await pilot.click("#next-action")
-        await pilot.pause()
+        await eventually(pilot, lambda: showing(app, ActionDialog))  # the preview is read in a worker
         _fill(app, note="pid 4194304 does not exist on this host", owner_stopped=True, typed=fingerprint[:8])
-        await pilot.click("#confirm")
-        await _done(app, pilot, before)
+        await _confirm(app, pilot)
         assert not os.path.exists(os.path.join(root, ".bmad-plus/nexus/writer.lock"))
         # 2. Each task, with the key of its safe next step.
         steps = [

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dashboard_kit import eventually, loaded, quiet_app, select
+from dashboard_kit import caught_up, eventually, loaded, quiet_app, select
 from project_kit import host_situations
 from tui_actions_support import make_project, process_task_plan, start, task_plan
 
@@ -47,6 +47,7 @@ async def test_availability_is_computed_once_per_selection_and_never_reads_files
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
+        await caught_up(pilot)  # a scan landing during the moves would count as one more answer
         before = app.availability_computations
         for key in ("down", "down", "up", "up", "down", "down"):  # a, b, p, b, a, b, p
             await pilot.press(key)

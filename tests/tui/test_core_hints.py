@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from dashboard_kit import detail_text, eventually, loaded, quiet_app, select, status_text
+from dashboard_kit import detail_text, eventually, loaded, quiet_app, select, showing, status_text
 from tui_actions_support import latest, make_project, record, start, write_dead_recovery_lock, write_result
 
 from nexus_core import observe
@@ -64,7 +64,8 @@ async def test_the_cores_hints_in_the_detail_the_guide_and_the_status_bar(tmp_pa
         assert "DEAD on this host: recover-lock" not in status.split("recovery.lock", 1)[1]
         # The recovery guide's situation carries the same hint.
         await pilot.press("R")
-        await eventually(pilot, lambda: isinstance(app.screen, RecoveryListScreen | RecoveryScreen))
+        # Mounted, not only pushed: dismissed before its on_mount ran, the list would be gone.
+        await eventually(pilot, lambda: showing(app, RecoveryListScreen | RecoveryScreen))
         listing = app.screen
         assert isinstance(listing, RecoveryListScreen)
         kinds = [situation.kind for situation in listing.situations]

@@ -149,3 +149,28 @@ def _plan_with_a_dependency(run_id: str) -> dict[str, Any]:
         }
 
     return {"id": run_id, "maxParallel": 4, "tasks": [task("a", []), task("b", ["a"]), task("c", [])]}
+
+
+def test_scans_catch_up_once_every_request_asked_is_applied() -> None:
+    """What caught_up (the tests' wait) reads: a scan taken covers every request asked before it;
+    a request asked while it runs needs the next one."""
+    from nexus_tui.scanning import ScanRequests
+
+    requests = ScanRequests(2)
+    assert requests.caught_up
+    requests.ask(0, runs=["a"])
+    requests.ask(0, runs=["b"])
+    assert not requests.caught_up
+    [(index, _, runs, _, answers)] = requests.take(0)
+    assert (index, runs, answers) == (0, {"a", "b"}, 2)
+    assert not requests.caught_up  # taken, not yet applied
+    requests.ask(0, everything=True)  # while that scan runs
+    requests.applied(0, answers)
+    assert not requests.caught_up
+    [(_, everything, _, _, answers)] = requests.take(0)
+    requests.applied(0, answers)
+    assert everything and requests.caught_up
+    index = requests.add()  # --discover's new project starts caught up
+    assert requests.caught_up
+    requests.ask(index, everything=True)
+    assert not requests.caught_up

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from dashboard_kit import (
     HOST,
+    caught_up,
     cell,
     detail_text,
     eventually,
@@ -80,9 +81,12 @@ async def test_filter_by_state_task_and_free_text(tmp_path: Path) -> None:
             ("state:attention", ["t-running", "t-problem"]),
             ("state:attention completed", ["t-problem"]),
         ):
-            pane.filter_input.value = text  # as if typed: the Changed message applies it
-            await pilot.pause(0.01)
-            assert row_keys(pane.tasks) == expected, text
+            pane.filter_input.value = text  # as if typed: the Changed message (bubbling up) applies it
+
+            def filtered(expected: list[str] = expected) -> bool:
+                return row_keys(pane.tasks) == expected
+
+            await eventually(pilot, filtered, what=text)
         await pilot.press("escape")
         assert row_keys(pane.tasks) == every
         assert not pane.filter_input.display
@@ -162,7 +166,7 @@ async def test_pause_freezes_the_view_until_resumed(tmp_path: Path) -> None:
         assert not app.following
         engine.start_task(root, "live", "t2", {"backend": HOST})
         app.request_scan(everything=True)
-        await pilot.pause(0.5)
+        await caught_up(pilot)  # the scan ran and its result arrived: held, not shown
         assert cell(pane.tasks, "t2", "execution") == "not started"
         assert pane.session.pending is not None
         await pilot.press("f")

@@ -76,6 +76,11 @@ def _set(app: App[Any], **values: Any) -> None:
         widget.value = value  # type: ignore[attr-defined]
 
 
+def _shown(app: App[Any], screen_type: Any) -> bool:
+    """The screen shown is a ``screen_type`` and mounted (ready for a click)."""
+    return isinstance(app.screen, screen_type) and app.screen.is_mounted
+
+
 async def _wait_until(pilot: Any, predicate: Any, seconds: float = 20.0) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
@@ -266,7 +271,7 @@ async def test_recovery_screen_next_step_opens_the_dialog(tmp_path: Path) -> Non
         assert isinstance(app.screen, RecoveryScreen)
         assert app.focused is not None and app.focused.id == "close"
         await pilot.click("#next-action")
-        await pilot.pause()
+        await _wait_until(pilot, lambda: _shown(app, ActionDialog))  # the preview is read in a worker
         assert isinstance(app.screen, ActionDialog) and app.screen.preview.action == "reconcile"
         _set(app, summary="gone")
         app.screen.query_one("#owner_stopped", Checkbox).value = True
@@ -283,7 +288,7 @@ async def test_recovery_screen_next_step_opens_the_dialog(tmp_path: Path) -> Non
         await pilot.pause()
         assert isinstance(app.screen, RecoveryScreen) and app.screen.situation.next_action == "retry"
         await pilot.click("#next-action")
-        await pilot.pause()
+        await _wait_until(pilot, lambda: _shown(app, ActionDialog))  # the preview is read in a worker
         await pilot.click("#confirm")
         await _settle(app, pilot)
     attempts = task_of(root, "a")["attempts"]

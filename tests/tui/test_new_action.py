@@ -122,7 +122,8 @@ async def test_a_new_mutating_action_is_one_core_entry_and_one_operation(
         # On a fresh task: offered in the footer, the palette and by its key.
         await select(pilot, "demo", "a")
         assert app.check_action("act", ("frobnicate",)) is True
-        assert any(key.action == "act('frobnicate')" for key in app.query(FooterKey))
+        # The footer recomposes after the next refresh once the bindings changed: wait for it.
+        await eventually(pilot, lambda: any(key.action == "act('frobnicate')" for key in app.query(FooterKey)))
         palette = {c.title: c for c in app.get_system_commands(app.screen)}
         assert palette["Frobnicate"].discover
         await pilot.press("z")

@@ -83,8 +83,7 @@ async def test_a_burst_is_one_notification_saying_how_many(tmp_path: Path) -> No
         await _blur(app, pilot)
         (root / "checks" / "check.py").write_text("import sys\nsys.exit(0)\n")  # every task's resource
         await _rescan(app, pilot, 10)
-        await eventually(pilot, lambda: bool(written))
-        await pilot.pause(0.2)
+        await eventually(pilot, lambda: bool(written) and not app.notification_due)
     [data] = written
     text = app.notifier.sent[0]
     assert text.startswith("nexus: 10 new needs; oldest project: t")
@@ -137,7 +136,7 @@ async def test_settings_startup_off_and_always(tmp_path: Path) -> None:
         await _blur(app, pilot)
         write_dead_writer_lock(root)
         await _rescan(app, pilot, 3)
-        await pilot.pause(0.8)  # longer than the coalescing window: a notification would be out
+        await eventually(pilot, lambda: not app.notification_due)  # the window closed: it would be out
     assert written == []
 
 

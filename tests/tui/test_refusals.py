@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_kit import loaded, quiet_app, select, tree_fingerprint
+from dashboard_kit import caught_up, loaded, quiet_app, select, tree_fingerprint
 from textual.app import SystemCommand
 from tui_actions_support import accepted, make_project, task_plan
 
@@ -43,6 +43,7 @@ async def test_verify_on_an_accepted_task_says_why_in_the_palettes_words(tmp_pat
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await select(pilot, "demo", "a")
+        await caught_up(pilot)  # a scan still on its way would make a new snapshot, hence a new answer
         computations = app.availability_computations
         await _press(app, pilot, "v")
         expected = "Unavailable: The task is accepted; nothing can change it."

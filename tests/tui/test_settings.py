@@ -116,8 +116,12 @@ async def test_key_overrides_theme_and_sort_apply_everywhere(tmp_path: Path) -> 
         assert app.theme == "nord"
         assert app.pane.session.task_sort == ("task", True)
         assert [app.pane.tasks.coordinate_to_cell_key((i, 0))[0].value for i in range(2)] == ["b", "a"]  # type: ignore[arg-type]
-        footer = {key.description: key.key_display for key in app.query_one(Footer).query(FooterKey)}
-        assert footer.get("Inbox") == "^b" and footer.get("Verify") == "V"
+
+        def footer() -> dict[str, str]:
+            return {key.description: key.key_display for key in app.query_one(Footer).query(FooterKey)}
+
+        await eventually(pilot, lambda: "Inbox" in footer())  # composed after a refresh
+        assert footer().get("Inbox") == "^b" and footer().get("Verify") == "V"
         await pilot.press("i")  # no longer the inbox's key
         await pilot.pause()
         assert not isinstance(app.screen, InboxScreen)
