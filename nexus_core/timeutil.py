@@ -78,6 +78,18 @@ def _parse_cached(text: str) -> int | None:
     return parse_iso_ms(text)  # a dashboard retimes every age cell each second
 
 
+def age_text_changes_at(iso: object, now: int) -> int | None:
+    """The first moment (ms) after ``now`` at which ``age_text(iso, ...)`` reads differently;
+    None if it never does ("—"). duration_text shows seconds under an hour, minutes under 48 h,
+    hours after: a redraw is due once per step, not every second."""
+    moment = _parse_cached(iso) if isinstance(iso, str) else None
+    if moment is None:
+        return None
+    elapsed = max(0, now - moment)
+    step = 1000 if elapsed < 3_600_000 else 60_000 if elapsed < 48 * 3_600_000 else 3_600_000
+    return moment + (elapsed // step + 1) * step
+
+
 def age_text(iso: object, now: int) -> str:
     """How long before ``now`` (ms) the ISO time ``iso`` was, e.g. "3m07s ago"; "—" if none."""
     moment = _parse_cached(iso) if isinstance(iso, str) else None

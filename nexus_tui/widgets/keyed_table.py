@@ -9,6 +9,8 @@ from collections.abc import Callable, Container, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
+from textual.message import Message
 from textual.widgets import DataTable
 
 from .. import actions
@@ -27,6 +29,34 @@ class KeyedTable(DataTable[Any]):
         self._columns_spec = tuple(columns)
         # The cell objects the table holds, per row key (what sort() hands back).
         self.cells: dict[str, dict[str, Text]] = {}
+
+    class Scrolled(Message):
+        """Other rows came into view (scrolled or resized): the owner redraws their ages, which
+        the 1 s tick leaves alone while they are out of view."""
+
+        def __init__(self, table: KeyedTable) -> None:
+            super().__init__()
+            self.table = table
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.Scrolled(self))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.post_message(self.Scrolled(self))
+
+    def shows_row(self, key: str) -> bool:
+        """Whether row ``key`` is in view (True before the table has a size)."""
+        height = self.scrollable_content_region.height
+        if height <= 0:
+            return True
+        try:
+            index = self.get_row_index(key)
+        except Exception:
+            return False
+        top = round(self.scroll_y)
+        return top - 1 <= index <= top + height
 
     def on_mount(self) -> None:
         for key, label in self._columns_spec:

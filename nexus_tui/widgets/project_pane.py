@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input, OptionList, Static, Tree
 from textual.widgets.option_list import Option
 
 from nexus_core.terminal import terminal_safe
-from nexus_core.timeutil import now_ms
+from nexus_core.timeutil import age_text_changes_at, now_ms
 
 from .. import actions
 from ..logic.jobs import Jobs
@@ -34,6 +34,7 @@ from .task_detail import TaskDetail
 # Under NARROW_COLUMNS the detail pane goes below the tables. Tables narrower than
 # FULL_COLUMNS_WIDTH take their compact columns (run_cells.py, task_cells.py).
 NARROW_COLUMNS = 120
+NEVER = 2**63  # an age shown as "—" never changes
 FULL_COLUMNS_WIDTH = 96
 
 
@@ -61,10 +62,12 @@ class ProjectPane(Vertical):
         self.following = True
         self.read_only = True
         self._task_rows: dict[str, TaskRow] = {}
-        self._task_second = -1
+        # Per row key: when (ms) its shown age next reads differently (NEVER: it never does).
+        # The tick redraws a row only then, and only while it is in view.
+        self._task_due: dict[str, int] = {}
         self._run_views: dict[str, RunView] = {}
         self._run_locks: tuple[Any, ...] | None = None
-        self._run_second = -1
+        self._run_due: dict[str, int] = {}
         self._selection: tuple[tuple[Any, ...], Selection] | None = None
         self.narrow = False  # under NARROW_COLUMNS: the detail below the tables
         self.compact = False  # the tables narrower than FULL_COLUMNS_WIDTH: compact columns
@@ -222,6 +225,12 @@ class ProjectPane(Vertical):
             self._sync_detail(now, times_only=True)
             self.sync_status(now)
 
+    @on(KeyedTable.Scrolled)
+    def _rows_came_into_view(self, message: KeyedTable.Scrolled) -> None:
+        message.stop()
+        if self.following:
+            self.refresh_times(now_ms())
+
     # -- the compact forms (80 to 160 columns)
     def on_resize(self, event: events.Resize) -> None:
         width = event.size.width
@@ -254,19 +263,24 @@ class ProjectPane(Vertical):
         wanted = {view.run_id: view for view in self.session.snapshot.runs}
         for gone in table.drop_missing(wanted):
             self._run_views.pop(gone, None)
+            self._run_due.pop(gone, None)
         added = False
         locks = (self.session.snapshot.writer_lock, self.session.snapshot.recovery_lock)
-        same_moment = locks == self._run_locks
+        same_locks = locks == self._run_locks
         self._run_locks = locks
-        if retime:
-            same_moment = same_moment and now // 1000 == self._run_second
-            self._run_second = now // 1000
         styles = styles_of(self.app)
         for view in self.session.snapshot.runs:
-            if same_moment and self._run_views.get(view.run_id) is view and view.run_id in table.cells:
+            key = view.run_id
+            if (
+                same_locks
+                and self._run_views.get(key) is view
+                and key in table.cells
+                and (not retime or self._run_due.get(key, NEVER) > now or not table.shows_row(key))
+            ):
                 continue
-            self._run_views[view.run_id] = view
-            added |= table.put(view.run_id, run_cells(view, self.session.snapshot, now, styles, self.compact))
+            self._run_views[key] = view
+            self._run_due[key] = age_text_changes_at(view.updated_at, now) or NEVER
+            added |= table.put(key, run_cells(view, self.session.snapshot, now, styles, self.compact))
         if added or self.session.run_sort[0]:
             order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
             column, reverse = self.session.run_sort
@@ -296,29 +310,29 @@ class ProjectPane(Vertical):
         cursor = table.cursor_key() if table.cells else self.session.task_id
         for gone in table.drop_missing(wanted):
             self._task_rows.pop(gone, None)
+            self._task_due.pop(gone, None)
         added = False
-        # Ages are shown to the second and only the tick moves them: outside the tick (a scan,
-        # a selection) an unchanged row keeps its cells, so one changed task costs one row.
-        same_second = True
-        if retime:
-            same_second = now // 1000 == self._task_second
-            self._task_second = now // 1000
+        # Only the tick moves ages: outside it (a scan, a selection) an unchanged row keeps its
+        # cells, so one changed task costs one row; the tick redraws an unchanged row only when
+        # its age reads differently and it is in view (KeyedTable.Scrolled brings the rest).
         styles = styles_of(self.app)
         for row in visible:
-            mark = self._job_mark(view, row.task_id)
+            key = row.task_id
+            mark = self._job_mark(view, key)
             if (
-                same_second
-                and self._task_rows.get(row.task_id) == row
-                and self._task_marks.get(row.task_id) == mark
-                and row.task_id in table.cells
+                self._task_rows.get(key) == row
+                and self._task_marks.get(key) == mark
+                and key in table.cells
+                and (not retime or self._task_due.get(key, NEVER) > now or not table.shows_row(key))
             ):
                 continue
             cells = task_cells(row, now, styles, self.compact)
             if mark is not None:
                 cells["task"] = with_mark(cells["task"], mark, styles)
-            added |= table.put(row.task_id, cells)
-            self._task_rows[row.task_id] = row
-            self._task_marks[row.task_id] = mark
+            added |= table.put(key, cells)
+            self._task_rows[key] = row
+            self._task_marks[key] = mark
+            self._task_due[key] = age_text_changes_at(row.last_observed, now) or NEVER
         if added or self.session.task_sort[0]:
             plan_index = {row.task_id: i for i, row in enumerate(rows)}
             column, reverse = self.session.task_sort

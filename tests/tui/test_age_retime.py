@@ -1,0 +1,107 @@
+"""The 1 s tick redraws an age only when its text changes and only while its row is in view:
+ages still move on screen, rows scrolled into view show the current age, and a tick that
+changes no shown text redraws no cell."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dashboard_kit import HOST, cell, eventually, loaded, quiet_app
+
+from nexus_core import engine, timeutil
+from nexus_tui.widgets.keyed_table import KeyedTable
+
+pytestmark = pytest.mark.asyncio
+
+
+def count_cell_updates(table: KeyedTable, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The row keys of every cell the table is told to redraw from now on."""
+    updated: list[str] = []
+    original = table.update_cell
+
+    def counting(row_key: Any, column_key: Any, value: Any, **options: Any) -> None:
+        updated.append(str(row_key))
+        original(row_key, column_key, value, **options)
+
+    monkeypatch.setattr(table, "update_cell", counting)
+    return updated
+
+
+def running_project(directory: Path, tasks: int) -> str:
+    """A real run `live` made by the engine with every task started (each shows an age)."""
+    directory.mkdir(parents=True)
+    ids = [f"t{index}" for index in range(1, tasks + 1)]
+    plan = {
+        "id": "live",
+        "maxParallel": tasks,
+        "config": {},
+        "tasks": [
+            {
+                "id": task,
+                "objective": f"Write out/{task}/r.txt.",
+                "scope": [f"out/{task}"],
+                "artifacts": [f"out/{task}/r.txt"],
+                "checks": [{"id": "ok", "command": "python", "args": ["-c", "pass"]}],
+            }
+            for task in ids
+        ],
+    }
+    root = str(directory.resolve())
+    engine.create_run(root, plan)
+    for task in ids:
+        engine.start_task(root, "live", task, {"backend": HOST})
+    return root
+
+
+async def test_ages_move_in_view_only_and_catch_up_when_scrolled_into_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = running_project(tmp_path / "p", tasks=32)
+    clock = [time.time()]
+    timeutil.set_clock(lambda: clock[0])
+    app = quiet_app([root], tick=True)
+    async with app.run_test(size=(170, 24)) as pilot:
+        await loaded(app, pilot)
+        table = app.pane.tasks
+        last = "t32"
+        assert not table.shows_row(last)
+        before = {key: cell(table, key, "observed") for key in ("t1", "t2", last)}
+        updated = count_cell_updates(table, monkeypatch)
+        clock[0] += 5
+        await eventually(pilot, lambda: cell(table, "t2", "observed") != before["t2"])
+        await eventually(pilot, lambda: cell(table, "t1", "observed") != before["t1"])
+        assert last not in updated  # out of view: not redrawn
+        assert cell(table, last, "observed") == before[last]
+        table.scroll_end(animate=False)
+        await eventually(pilot, lambda: cell(table, last, "observed") == cell(table, "t2", "observed"))
+
+
+async def test_a_tick_that_changes_no_shown_age_redraws_no_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = running_project(tmp_path / "p", tasks=3)
+    clock = [time.time()]
+    timeutil.set_clock(lambda: clock[0])
+    app = quiet_app([root], tick=True)
+    async with app.run_test(size=(170, 40)) as pilot:
+        await loaded(app, pilot)
+        table = app.pane.tasks
+        view = app.pane.current_view()
+        assert view is not None
+        observed = timeutil.parse_iso_ms(view.rows[0].last_observed)
+        assert observed is not None
+        # Three hours on, ages read in minutes (and the tasks turn overdue: redrawn once).
+        clock[0] = (observed + 3 * 3_600_000 + 1000) / 1000
+        await eventually(pilot, lambda: cell(table, "t1", "observed") == "3h00m")
+        await eventually(pilot, lambda: cell(table, "t1", "overdue") == "OVERDUE")
+        updated = count_cell_updates(table, monkeypatch)
+        clock[0] += 30  # the same minute: every age still reads 3h00m
+        scans = app.scans_applied
+        await eventually(pilot, lambda: app.scans_applied >= scans + 2)  # ticks, applied
+        assert updated == []
+        clock[0] += 30
+        await eventually(pilot, lambda: cell(table, "t1", "observed") == "3h01m")
+        assert set(updated) == {"t1", "t2", "t3"}
