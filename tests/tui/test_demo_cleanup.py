@@ -5,6 +5,7 @@ keeps it and prints where. The real console script in a real terminal (tmux)."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 from pathlib import Path
 
@@ -13,28 +14,29 @@ from test_terminal_bytes import Terminal, dashboard_command
 
 
 def _command(tmp: Path, *options: str) -> list[str]:
+    """nexus-tui --demo under a shell that writes its exit status beside ``tmp`` once it ends:
+    tmux 3.3a with pipe-pane on sometimes leaves the ended pane process unreaped (a zombie, the
+    pane never "dead"), so the status comes from the shell, not from tmux."""
     entry = dashboard_command(tmp)[0]
-    return ["env", f"TMPDIR={tmp}", entry, "--demo", *options]
+    command = shlex.join(["env", f"TMPDIR={tmp}", entry, "--demo", *options])
+    return ["sh", "-c", f"{command}; echo $? > {shlex.quote(str(tmp.parent / 'exit-status'))}"]
 
 
 def _exit_status(terminal: Terminal) -> str:
-    """ "0", "143"... once tmux has reaped the pane's process, else ""."""
-    dead, status, signal_number = (
-        terminal.tmux("display-message", "-p", "-t", "t", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
-        .strip()
-        .split(":")
-    )
-    if dead != "1":
-        return ""
-    return status or (f"signal {signal_number}" if signal_number else "")
+    """ "0", "143"... once nexus-tui has ended (the shell wrote its status), else ""."""
+    status = Path(terminal.socket).with_name("exit-status")
+    return status.read_text().strip() if status.exists() else ""
+
+
+def _dashboard_pid(terminal: Terminal) -> int:
+    """nexus-tui's pid: the one child of the pane's shell."""
+    shell = int(terminal.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
+    (child,) = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+    return int(child)
 
 
 def _demos(tmp: Path) -> list[str]:
     return sorted(name for name in os.listdir(tmp) if name.startswith("nexus-demo-"))
-
-
-def _pane_pid(terminal: Terminal) -> int:
-    return int(terminal.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
 
 
 @pytest.fixture
@@ -86,7 +88,7 @@ def test_sigterm_removes_the_demo_project_and_exits_143(tmp_path: Path, tmp: Pat
         else:
             terminal.wait_for(lambda s: "Runs (3)" in s, "the demo's runs", timeout=120)
         assert len(_demos(tmp)) == 1
-        os.kill(_pane_pid(terminal), signal.SIGTERM)
+        os.kill(_dashboard_pid(terminal), signal.SIGTERM)
         terminal.wait_for(lambda _: _exit_status(terminal) != "", "nexus-tui to exit")
         assert _exit_status(terminal) == "143"
     finally:
