@@ -458,14 +458,16 @@ def _watch(projects: Projects, command: str | None, timeout: float, force_pollin
 
     terminated = False
 
-    def on_term(_number: int, _frame: FrameType | None) -> None:
+    def on_signal(number: int, _frame: FrameType | None) -> None:
         # Raised as an interrupt: watchfiles turns whatever a signal handler raises while it
-        # waits into KeyboardInterrupt, so the flag says which signal it was.
+        # waits into KeyboardInterrupt, so the flag says which signal it was. SIGINT has its own
+        # handler too, as loop's: a watch started from a script's background job inherits SIGINT
+        # ignored, and Ctrl+C or kill -INT must still stop it.
         nonlocal terminated
-        terminated = True
+        terminated = number == signal.SIGTERM
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    previous = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         watch(projects, _out, log, executor, force_polling)
     except KeyboardInterrupt:
@@ -475,7 +477,8 @@ def _watch(projects: Projects, command: str | None, timeout: float, force_pollin
         _err("nexus attention: interrupted; nothing was changed.\n")
         raise SystemExit(EXIT_INTERRUPTED) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         if executor is not None:
             executor.stop()
 

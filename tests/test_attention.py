@@ -323,3 +323,25 @@ def test_exec_runs_its_words_without_a_shell(tmp_path: Path) -> None:
         watcher.stop()
     assert received == ["writer-lock-dead", "$HOME;touch", str(marker), "`touch", f"{marker}`"]
     assert not marker.exists()
+
+
+def test_watch_stops_on_sigint_even_when_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A script's background job (``nexus attention --watch &``, nohup) starts with SIGINT
+    ignored; kill -INT must still stop the watch, as it stops ``nexus loop``."""
+    root = make_project(tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nexus_core.cli", "attention", "--watch", "-d", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert process.stdout is not None
+        assert json.loads(process.stdout.readline())["type"] == "watch-started"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert err.startswith("nexus attention: interrupted")
