@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from dashboard_kit import cell, detail_text, eventually, loaded, quiet_app, select
+from dashboard_kit import cell, detail_text, eventually, loaded, quiet_app, select, showing
 from textual.pilot import Pilot
 from textual.widgets import Button, OptionList, TabbedContent
 from tui_actions_support import (
@@ -116,9 +116,11 @@ async def test_a_need_without_an_action_opens_its_guide_and_read_only_too(tmp_pa
         await eventually(pilot, lambda: isinstance(app.screen, RecoveryScreen))
         assert app.screen.situation.kind == "resource-changed"  # type: ignore[attr-defined]
         await eventually(pilot, lambda: app.focused is not None and app.focused.id == "close")
+        first = app.screen
         await pilot.press("escape")
+        await eventually(pilot, lambda: app.screen is not first, what="the first guide closed")
         app.go_to_need(entries[1])  # read-only: the guide, whose next step is disabled
-        await eventually(pilot, lambda: isinstance(app.screen, RecoveryScreen))
+        await eventually(pilot, lambda: showing(app, RecoveryScreen), what="the second guide")
         assert app.screen.situation.kind == "attempt-blocked"  # type: ignore[attr-defined]
         assert app.screen.query_one("#next-action", Button).disabled
 
