@@ -60,6 +60,12 @@ class _Budget:
 _observed: contextvars.ContextVar[dict[tuple[int, ...], str] | None] = contextvars.ContextVar(
     "nexus_observed_hashes", default=None
 )
+# One look's protected-resource answers (``protected_snapshot``), by what the answer depends on:
+# the tasks of a project's runs mostly protect the same files and run the same executables.
+_ProtectedKey = tuple[object, ...]
+_look: contextvars.ContextVar[dict[_ProtectedKey, dict[str, str | None] | NexusError] | None] = contextvars.ContextVar(
+    "nexus_look_protected", default=None
+)
 
 
 @contextlib.contextmanager
@@ -67,11 +73,17 @@ def observational_hashes(cache: dict[tuple[int, ...], str]) -> Iterator[None]:
     """Display-only reads (the dashboard, ``wait``, ``loop``, the scheduler) reuse a file's hash
     while its device, inode, size, mtime and ctime are unchanged (an unchanged scope then costs
     a walk, not a hash pass). Mutations (verify, accept...) never run inside this, so they
-    always hash for real."""
+    always hash for real.
+
+    One entry is one look: within it, the protected resources of tasks that protect the same
+    files with the same executables are checked once (a file changed during the look is seen
+    by the next look, as if the look had been a moment earlier)."""
     token = _observed.set(cache)
+    look_token = _look.set({})
     try:
         yield
     finally:
+        _look.reset(look_token)
         _observed.reset(token)
 
 
@@ -371,6 +383,34 @@ def executable(command: object) -> dict[str, str]:
 
 
 def protected_snapshot(root: str, definition: TaskDefinition) -> dict[str, str | None]:
+    look = _look.get()
+    if look is None:
+        return _protected_snapshot(root, definition)
+    key = _protected_key(root, definition)
+    answer = look.get(key)
+    if answer is None:
+        try:
+            answer = _protected_snapshot(root, definition)
+        except NexusError as error:
+            answer = error
+        look[key] = answer
+    if isinstance(answer, NexusError):
+        raise answer.with_traceback(None)
+    return dict(answer)
+
+
+def _protected_key(root: str, definition: TaskDefinition) -> _ProtectedKey:
+    """Everything ``_protected_snapshot``'s answer depends on, besides the files themselves."""
+    execution = definition.get("execution")
+    return (
+        root,
+        tuple(definition["resourceHashes"].items()),
+        tuple((check.get("cwd"), check.get("command"), check.get("commandHash")) for check in definition["checks"]),
+        (execution.get("cwd"), execution.get("command"), execution.get("commandHash")) if execution else None,
+    )
+
+
+def _protected_snapshot(root: str, definition: TaskDefinition) -> dict[str, str | None]:
     expected = definition["resourceHashes"]
     current = files_snapshot(root, list(expected), True)
     if not canonical.same(current, expected):

@@ -260,3 +260,26 @@ def test_a_proof_by_items_accepts_only_what_the_plain_path_writes_exactly(
     if data is not None:
         assert canonical._tree_is_plain(after)
         assert data.decode("utf-8") == canonical.general_compact(after)
+
+
+text_maps = st.dictionaries(keys, st.one_of(st.none(), st.text(max_size=4), st.integers(0, 3)), max_size=5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_maps, st.data())
+def test_same_is_equality_of_compact_texts(first: dict[str, Any], data: st.DataObject) -> None:
+    """``same`` (the reference's equality) answers what comparing compact texts answers, for
+    maps in any order (index-like keys are reordered by JSON.stringify), with values that
+    Python calls equal but JSON writes differently (``1`` and ``True``, ``0`` and ``False``)."""
+    order = data.draw(st.permutations(list(first.items())))
+    changed = data.draw(st.sampled_from(["same", "reordered", "retyped", "other"]))
+    if changed == "same":
+        second = dict(first)
+    elif changed == "reordered":
+        second = dict(order)
+    elif changed == "retyped":
+        second = {key: (bool(value) if type(value) is int and value < 2 else value) for key, value in first.items()}
+    else:
+        second = data.draw(text_maps)
+    assert canonical.same(first, second) == (canonical.compact(first) == canonical.compact(second))
+    assert canonical.same(second, first) == canonical.same(first, second)

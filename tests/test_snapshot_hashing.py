@@ -221,3 +221,53 @@ def test_a_scope_look_reuses_kept_hashes_and_sees_a_same_size_edit(
     path.write_bytes(b"two\n")
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert look() == {"out/a.txt": _sha(b"two\n")}
+
+
+def test_one_look_answers_each_task_by_its_own_protected_hashes(tmp_path: Path) -> None:
+    """Within one look the protected resources shared by many tasks are checked once (each
+    answer kept by what it depends on: the plan's hashes and executables): a run planned before
+    a protected file changed is stale in every task, one planned after it is current, within
+    one look exactly as ``nexus inspect`` (no look, no cache) says, and in the dashboard's
+    scanner; the next look sees the next change."""
+    from project_kit import Project, plan, task_def
+
+    from nexus_core.observe import inspect_loaded, inspect_run
+    from nexus_core.state.store import load_run
+    from nexus_core.view.model import ProjectScanner
+
+    project = Project(tmp_path)
+    project.create(plan("before", task_def("a"), task_def("b")))
+    check = tmp_path / "checks" / "check.sh"
+    check.write_text(check.read_text() + "# changed\n")
+    project.create(plan("after", task_def("a"), task_def("b")))
+    project.accepted("after", "a")
+    runs = ("after", "before")
+    scanner = ProjectScanner(str(tmp_path))
+    cache: dict[tuple[int, ...], str] = {}
+
+    def answers() -> dict[str, list[tuple[bool, bool, str | None]]]:
+        unlooked = {
+            run_id: [
+                (o["resourcesCurrent"], o["stale"], o["staleReason"])
+                for o in inspect_run(str(tmp_path), run_id)["observations"]
+            ]
+            for run_id in runs
+        }
+        with observational_hashes(cache):  # one look over both runs
+            looked = {
+                run_id: [
+                    (o["resourcesCurrent"], o["stale"], o["staleReason"])
+                    for o in inspect_loaded(str(tmp_path), load_run(str(tmp_path), run_id))["observations"]
+                ]
+                for run_id in runs
+            }
+        assert looked == unlooked
+        rows = {view.run_id: [row.stale for row in view.rows] for view in scanner.scan(reinspect=set(runs)).runs}
+        assert rows == {run_id: [stale for _, stale, _ in unlooked[run_id]] for run_id in runs}
+        return looked
+
+    changed = "Nexus: Protected verifier or agent resource changed since the plan was created."
+    stale = (False, True, changed)
+    assert answers() == {"after": [(True, False, None), (True, False, None)], "before": [stale, stale]}
+    check.write_text(check.read_text() + "# again\n")
+    assert answers() == {"after": [stale, stale], "before": [stale, stale]}

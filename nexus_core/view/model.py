@@ -34,7 +34,7 @@ from nexus_core.shapes import (
     TaskDefinition,
 )
 from nexus_core.snapshots import observational_hashes
-from nexus_core.state import state_dirs
+from nexus_core.state import canonical, state_dirs
 from nexus_core.state.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot, recovery_lock_hint
 from nexus_core.state.store import RUNS, list_run_ids, list_temp_files, parse_run, read_state_bytes, run_path
 from nexus_core.timeutil import iso_from_ms, now_ms, parse_iso_ms
@@ -498,6 +498,9 @@ class ProjectScanner:
     """
 
     def __init__(self, directory: str) -> None:
+        # A scanner lives long and reads every run again and again: orjson's import pays for
+        # itself even on small runs (short commands load it only for large state).
+        canonical.plain_path()
         self.directory = directory
         self.root: str | None = None
         # The run whose full inspection the UI shows; None: the first listed run.
