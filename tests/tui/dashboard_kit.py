@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual import events
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import DataTable, Static, Tree
@@ -70,6 +71,21 @@ def quiet_app(directories: list[str], **options: Any) -> NexusApp:
 async def loaded(app: NexusApp, pilot: Pilot[None]) -> None:
     await asyncio.wait_for(app.loaded.wait(), 30)
     await pilot.pause()
+
+
+async def press_ending_the_app(app: NexusApp, key: str, timeout: float = 20.0) -> None:
+    """Press ``key``, which ends the app, and wait until it has exited (a deadline, no Pilot).
+
+    ``Pilot.press`` waits for the animator to finish every scheduled animation; an app that
+    exits while one is scheduled shuts its animator down first, and that wait never returns
+    (the test then hangs on an idle loop: seen in the suite under load). The key goes
+    to the app as the terminal driver sends it, with nothing awaited but the exit."""
+    app.post_message(events.Key(key, key if len(key) == 1 else None))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while app.is_running:
+        assert loop.time() < deadline, f"the app did not exit after {key}"
+        await asyncio.sleep(0.05)
 
 
 async def eventually(

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from dashboard_kit import eventually, laid_out, loaded, quiet_app
+from dashboard_kit import eventually, laid_out, loaded, press_ending_the_app, quiet_app
 from process_support import pid_alive
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, Static
@@ -77,8 +77,7 @@ async def test_quit_during_a_launch_cancel_then_stop(tmp_path: Path) -> None:
 
         await pilot.press("ctrl+q")
         await eventually(pilot, lambda: isinstance(app.screen, QuitScreen))
-        await pilot.press("s")  # stop and quit
-        await _until_exited(app)
+        await press_ending_the_app(app, "s")  # stop and quit
     assert not pid_alive(child)
     # What the core writes for a child its supervisor stopped (SPEC 3.12a).
     process = latest(root, "p")["process"]
@@ -148,8 +147,7 @@ async def test_quit_with_nothing_running_exits_at_once(tmp_path: Path) -> None:
     app = quiet_app([str(root)])
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        await pilot.press("ctrl+q")
-        await _until_exited(app)
+        await press_ending_the_app(app, "ctrl+q")
 
 
 async def test_the_quit_dialog_follows_work_that_ends_while_it_is_open(tmp_path: Path) -> None:
@@ -169,6 +167,5 @@ async def test_the_quit_dialog_follows_work_that_ends_while_it_is_open(tmp_path:
         await eventually(pilot, lambda: "ended after" in _quit_text(app))
         assert app.is_running  # nothing was chosen: the dialog still asks
         await eventually(pilot, lambda: str(app.screen.query_one("#stop", Button).label) == "Quit (s)")
-        await pilot.press("s")
-        await _until_exited(app)
+        await press_ending_the_app(app, "s")
     assert latest(root, "a")["verification"]["status"] == "passed"
