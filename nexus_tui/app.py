@@ -476,8 +476,14 @@ class NexusApp(App[None]):
         gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
     def _on_tick(self) -> None:
+        """Each second: the projects whose state moves with the clock are looked at again (the
+        others change only with their files: the watcher and the rescans follow those; asking
+        every project each second kept a core busy with an idle fleet); the shown ages move."""
         now = now_ms()
-        self.request_scan(retime=True)
+        for session in self.sessions:
+            latest = session.pending or session.snapshot
+            if latest is None or latest.moves_with_the_clock:
+                self.request_scan(session.index, retime=True)
         if self.following:
             for pane in self.panes:
                 pane.refresh_times(now)

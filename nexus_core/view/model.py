@@ -187,6 +187,19 @@ class ProjectSnapshot:
     # Everything in the project that waits on a person (locks, runs, tasks, schedules), oldest first.
     needs: tuple[Need, ...] = ()
 
+    @property
+    def moves_with_the_clock(self) -> bool:
+        """Whether a later look could read differently with no file changed: a held lock (its
+        owner may exit), a run whose active attempt or process the clock and liveness judge
+        (deadlines, heartbeats, owners), a run not read yet or unreadable, the project unusable.
+        Anything else changes only with its files, which the watcher and the rescans follow."""
+        return (
+            self.error is not None
+            or self.writer_lock.present
+            or self.recovery_lock.present
+            or any(view.time_sensitive or view.loading or view.error is not None for view in self.runs)
+        )
+
     def run(self, run_id: str | None) -> RunView | None:
         for view in self.runs:
             if view.run_id == run_id:

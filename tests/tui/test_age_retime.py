@@ -105,3 +105,53 @@ async def test_a_tick_that_changes_no_shown_age_redraws_no_cell(
         clock[0] += 30
         await eventually(pilot, lambda: cell(table, "t1", "observed") == "3h01m")
         assert set(updated) == {"t1", "t2", "t3"}
+
+
+def idle_project(directory: Path) -> str:
+    """A real run whose only task was never started: nothing in it moves with the clock."""
+    directory.mkdir(parents=True)
+    root = str(directory.resolve())
+    plan = {
+        "id": "idle",
+        "maxParallel": 1,
+        "config": {},
+        "tasks": [
+            {
+                "id": "t1",
+                "objective": "Write out/t1/r.txt.",
+                "scope": ["out/t1"],
+                "artifacts": ["out/t1/r.txt"],
+                "checks": [{"id": "ok", "command": "python", "args": ["-c", "pass"]}],
+            }
+        ],
+    }
+    engine.create_run(root, plan)
+    return root
+
+
+async def test_the_tick_looks_again_only_at_projects_that_move_with_the_clock(tmp_path: Path) -> None:
+    """Each second the project with running work is scanned again (its deadlines and ages move);
+    the idle project is not (only its files can change it, and the watcher follows those), until
+    its work starts: then it is followed each second too."""
+    live = running_project(tmp_path / "live", 2)
+    idle = idle_project(tmp_path / "idle")
+    app = quiet_app([live, idle], tick=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await loaded(app, pilot)
+        live_session, idle_session = app.sessions
+
+        def scanned(session: Any) -> int:
+            return int(session.snapshot.scanned_at_ms)
+
+        idle_scanned, live_scanned = scanned(idle_session), scanned(live_session)
+        assert not idle_session.snapshot.moves_with_the_clock and live_session.snapshot.moves_with_the_clock
+        await eventually(pilot, lambda: scanned(live_session) > live_scanned, timeout=20, what="a tick's scan")
+        live_scanned = scanned(live_session)
+        await eventually(pilot, lambda: scanned(live_session) > live_scanned, timeout=20, what="another tick's scan")
+        assert scanned(idle_session) == idle_scanned
+
+        engine.start_task(idle, "idle", "t1", {"backend": HOST})
+        app.request_scan(1)  # what the watcher asks on the run file's change
+        await eventually(pilot, lambda: idle_session.snapshot.moves_with_the_clock, what="the start seen")
+        idle_scanned = scanned(idle_session)
+        await eventually(pilot, lambda: scanned(idle_session) > idle_scanned, timeout=20, what="a tick's scan")
