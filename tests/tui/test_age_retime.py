@@ -143,8 +143,11 @@ async def test_the_tick_looks_again_only_at_projects_that_move_with_the_clock(tm
         def scanned(session: Any) -> int:
             return int(session.snapshot.scanned_at_ms)
 
+        def moves(session: Any) -> bool:
+            return bool(session.snapshot.moves_with_the_clock)
+
         idle_scanned, live_scanned = scanned(idle_session), scanned(live_session)
-        assert not idle_session.snapshot.moves_with_the_clock and live_session.snapshot.moves_with_the_clock
+        assert not moves(idle_session) and moves(live_session)
         await eventually(pilot, lambda: scanned(live_session) > live_scanned, timeout=20, what="a tick's scan")
         live_scanned = scanned(live_session)
         await eventually(pilot, lambda: scanned(live_session) > live_scanned, timeout=20, what="another tick's scan")
@@ -152,6 +155,6 @@ async def test_the_tick_looks_again_only_at_projects_that_move_with_the_clock(tm
 
         engine.start_task(idle, "idle", "t1", {"backend": HOST})
         app.request_scan(1)  # what the watcher asks on the run file's change
-        await eventually(pilot, lambda: idle_session.snapshot.moves_with_the_clock, what="the start seen")
+        await eventually(pilot, lambda: moves(idle_session), what="the start seen")
         idle_scanned = scanned(idle_session)
         await eventually(pilot, lambda: scanned(idle_session) > idle_scanned, timeout=20, what="a tick's scan")
