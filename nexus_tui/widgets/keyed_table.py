@@ -10,8 +10,12 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events
+from textual.cache import LRUCache
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable
+from textual.widgets.data_table import CellType, ColumnKey, RowKey
 
 from .. import actions
 
@@ -29,6 +33,8 @@ class KeyedTable(DataTable[Any]):
         self._columns_spec = tuple(columns)
         # The cell objects the table holds, per row key (what sort() hands back).
         self.cells: dict[str, dict[str, Text]] = {}
+        # Rows whose cells changed in place since the last render (see update_cell).
+        self._changed_rows: set[RowKey] = set()
 
     class Scrolled(Message):
         """Other rows came into view (scrolled or resized): the owner redraws their ages, which
@@ -103,6 +109,42 @@ class KeyedTable(DataTable[Any]):
                 old[column] = cell
         return False
 
+    def update_cell(
+        self, row_key: RowKey | str, column_key: ColumnKey | str, value: CellType, *, update_width: bool = False
+    ) -> None:
+        """A cell whose column keeps its width (an age ticking, a state changing) costs its row
+        only. DataTable's own update renders the whole table again: every cache of rendered
+        cells, rows and lines is keyed by one update count, so one changed age re-rendered every
+        visible line once a second, most of an idle dashboard's CPU. Here the value is stored,
+        the row's entries leave the caches just before the next render, and only the row's
+        region is refreshed. A wider value (the column re-measured) takes DataTable's way."""
+        if update_width or not self.is_mounted:
+            super().update_cell(row_key, column_key, value, update_width=update_width)
+            return
+        row = row_key if isinstance(row_key, RowKey) else RowKey(row_key)
+        column = column_key if isinstance(column_key, ColumnKey) else ColumnKey(column_key)
+        if row not in self._row_locations or column not in self._column_locations:
+            super().update_cell(row, column, value)  # DataTable's refusal: CellDoesNotExist
+            return
+        self._data[row][column] = value
+        self._changed_rows.add(row)
+        self.refresh_row(self.get_row_index(row))
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._changed_rows:
+            self._forget_changed_rows()
+        return super().render_lines(crop)
+
+    def _forget_changed_rows(self) -> None:
+        """Drop what DataTable rendered of the changed rows (one pass over each cache for every
+        row changed since the last render); the other rows' cells and lines are reused."""
+        rows, self._changed_rows = self._changed_rows, set()
+        indexes = {self._row_locations.get(row) for row in rows}
+        _forget(self._cell_render_cache, 0, rows)  # (row key, column key, styles..., update count)
+        _forget(self._row_render_cache, 0, rows)  # (row key, line, styles..., update count)
+        _forget(self._row_renderable_cache, 1, indexes)  # (update count, row index)
+        self._line_cache.clear()  # by screen line: cheap to rebuild from the row caches
+
     def sort_rows(self, value_of: Callable[[str], Any], reverse: bool = False) -> None:
         """Order the rows by ``value_of(row key)``."""
         first = self.column_keys[0]
@@ -128,6 +170,12 @@ class KeyedTable(DataTable[Any]):
             return
         if self.cursor_row != index:
             self.move_cursor(row=index, animate=False, scroll=True)
+
+
+def _forget(cache: LRUCache[Any, Any], position: int, gone: set[Any]) -> None:
+    """Discard the entries of ``cache`` whose key holds one of ``gone`` at ``position``."""
+    for key in [key for key in cache.keys() if key[position] in gone]:  # noqa: SIM118 (no iteration of its own)
+        cache.discard(key)
 
 
 def _changed(old: Text, new: Text) -> bool:
