@@ -121,6 +121,42 @@ def is_active(task: Task) -> bool:
     )
 
 
+# ``clock_due``'s answer for state that must be looked at each time: an owner's liveness.
+EVERY_LOOK = 0
+
+
+def clock_due(run: Run, now: int) -> int | None:
+    """The first moment after ``now`` at which what the clock decides about ``run`` may read
+    differently (its tasks' ``overdue``, a process observation's ``heartbeatStale``, the needs
+    built on them); ``EVERY_LOOK`` when an owner's liveness decides it (a running verification's
+    owner, an unfinished launch's supervisor: a process can end at any moment); None when only
+    the run's files can change it. Until then a reader may keep its last answer."""
+    due: int | None = None
+    for task in run["tasks"]:
+        attempt = latest_attempt(task)
+        if attempt is None:
+            continue
+        if (attempt.get("verification") or {}).get("status") == "running":
+            return EVERY_LOOK  # verifier_gone
+        if (attempt.get("backend") or {}).get("kind") == "process":
+            process = attempt.get("process")
+            process = process if isinstance(process, dict) else {}
+            if process.get("status") != "finished" and attempt["execution"] in ("running", "ambiguous"):
+                return EVERY_LOOK  # supervisor_gone
+            beat = parse_iso_ms(process.get("heartbeatAt"))  # process_observation's heartbeatStale
+            if beat is not None and now - beat <= HEARTBEAT_STALE_MS:
+                due = _sooner(due, beat + HEARTBEAT_STALE_MS + 1)
+        if is_active(task):
+            deadline = parse_iso_ms(attempt.get("deadline"))  # overdue
+            if deadline is not None and now <= deadline:
+                due = _sooner(due, deadline + 1)
+    return due
+
+
+def _sooner(due: int | None, moment: int) -> int:
+    return moment if due is None else min(due, moment)
+
+
 def heartbeat_stale(attempt: Attempt, now: int) -> bool:
     """A launched process whose supervisor stopped beating (or never acknowledged the spawn)."""
     if (attempt.get("backend") or {}).get("kind") != "process":

@@ -23,6 +23,7 @@ from textual.theme import Theme
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from nexus_core import needs
 from nexus_core.errors import explained
 from nexus_core.terminal import is_terminal_safe, terminal_safe
 from nexus_core.timeutil import now_ms
@@ -125,6 +126,7 @@ class NexusApp(App[None]):
         self.sessions += self.remote_tabs.sessions
         self._requests = ScanRequests(len(self.sessions))
         self.scans_applied = 0
+        self.ticks = 0  # 1 s ticks run so far (the ages moved; a test waits on it)
         self._rescan_turn = -1  # the project whose runs the next safety rescan re-inspects
         self.watch_backoffs = 0  # the watcher stopped on an error and waited (tests count them)
         self._rewatch = asyncio.Event()  # set: the watched paths changed, or the watcher failed
@@ -476,13 +478,16 @@ class NexusApp(App[None]):
         gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
     def _on_tick(self) -> None:
-        """Each second: the projects whose state moves with the clock are looked at again (the
-        others change only with their files: the watcher and the rescans follow those; asking
-        every project each second kept a core busy with an idle fleet); the shown ages move."""
+        """Each second: the projects where the clock has changed something are looked at again
+        (a deadline or a heartbeat passed, an owner's liveness to probe: ``next_look_ms``); the
+        others change only with their files, which the watcher and the rescans follow (asking
+        every project each second kept a core busy with an idle fleet). The shown ages move."""
         now = now_ms()
+        self.ticks += 1
         for session in self.sessions:
             latest = session.pending or session.snapshot
-            if latest is None or latest.moves_with_the_clock:
+            due = needs.EVERY_LOOK if latest is None else latest.next_look_ms
+            if due is not None and now >= due:
                 self.request_scan(session.index, retime=True)
         if self.following:
             for pane in self.panes:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from tui_actions_support import HOST, latest, make_project, start, task_plan, write_dead_writer_lock
 
@@ -16,7 +17,7 @@ from nexus_core.observe import inspect_loaded
 from nexus_core.state.locks import RECOVERY_LOCK, WRITER_LOCK, lock_snapshot
 from nexus_core.state.store import load_run
 from nexus_core.terminal import is_terminal_safe
-from nexus_core.timeutil import now_ms
+from nexus_core.timeutil import now_ms, parse_iso_ms
 
 
 def _locks(root: Path) -> list[needs.Need]:
@@ -91,3 +92,39 @@ def test_an_unreadable_run_is_a_need_of_its_own(tmp_path: Path) -> None:
     [need] = Looker().project(str(root), now_ms())
     assert (need.kind, need.run, need.task, need.action) == (needs.RUN_UNREADABLE, "demo", None, None)
     assert need.since is not None  # the file's modification time
+
+
+def _clock_facts(root: Path, run: Any, moment: int) -> list[Any]:
+    """Everything about ``run`` that the clock decides at ``moment``: each observation's
+    ``overdue`` and process observation, and each task's standing."""
+    inspection = inspect_loaded(str(root), run, moment)
+    observations = needs.observations_of(inspection)
+    standings = needs.stand_run(inspection, observations, moment)
+    return [(o["overdue"], o.get("process"), standings[o["taskId"]]) for o in inspection["observations"]]
+
+
+def test_nothing_the_clock_decides_changes_before_clock_due(tmp_path: Path) -> None:
+    """A reader may keep its answer until ``clock_due``: up to the moment before it, every
+    clock-derived fact reads as it did; at it, the running task turns overdue. An owner whose
+    liveness decides (a running verification) is looked at every time; a run at rest never."""
+    root = make_project(tmp_path, [task_plan("a"), task_plan("b"), task_plan("c")])
+    start(root, "a")
+    run = load_run(str(root), "demo")
+    attempt = run["tasks"][0]["attempts"][-1]
+    started, deadline = parse_iso_ms(attempt["startedAt"]), parse_iso_ms(attempt["deadline"])
+    assert started is not None and deadline is not None
+    due = needs.clock_due(run, started)
+    assert due == deadline + 1
+    before = _clock_facts(root, run, started)
+    for moment in (started + 1, (started + deadline) // 2, deadline - 1, due - 1):
+        assert _clock_facts(root, run, moment) == before, moment
+    after = _clock_facts(root, run, due)
+    assert after != before and after[0][0] is True  # overdue
+    assert needs.clock_due(run, due) is None  # past its deadline: nothing more for the clock to change
+
+    verifying = json.loads(json.dumps(run))  # the same run with a's verification left running
+    verifying["tasks"][0]["attempts"][-1]["verification"].update(status="running", owner={"pid": 1, "hostname": "h"})
+    assert needs.clock_due(verifying, started) == needs.EVERY_LOOK
+    rest = json.loads(json.dumps(run))
+    rest["tasks"][0]["attempts"] = []
+    assert needs.clock_due(rest, started) is None

@@ -141,6 +141,8 @@ class RunView:
     evidence_scopes: tuple[str, ...] = ()
     # Any task whose flags move with the clock (active attempt, process heartbeat).
     time_sensitive: bool = False
+    # When the clock may change what this view says (needs.clock_due): EVERY_LOOK, a moment, or None.
+    clock_due_ms: int | None = None
     # The core's observations (kept for every run; the full inspection only for the focus run).
     observations: tuple[Observation, ...] = ()
     # Listed in the inventory, not read yet (first load in progress).
@@ -188,17 +190,21 @@ class ProjectSnapshot:
     needs: tuple[Need, ...] = ()
 
     @property
-    def moves_with_the_clock(self) -> bool:
-        """Whether a later look could read differently with no file changed: a held lock (its
-        owner may exit), a run whose active attempt or process the clock and liveness judge
-        (deadlines, heartbeats, owners), a run not read yet or unreadable, the project unusable.
-        Anything else changes only with its files, which the watcher and the rescans follow."""
-        return (
-            self.error is not None
-            or self.writer_lock.present
-            or self.recovery_lock.present
-            or any(view.time_sensitive or view.loading or view.error is not None for view in self.runs)
-        )
+    def next_look_ms(self) -> int | None:
+        """When a look could read differently with no file changed: ``needs.EVERY_LOOK`` for a
+        held lock (its owner may exit), a run not read yet or unreadable, the project unusable,
+        or a run whose owners' liveness decides; else the soonest moment a run's clock-derived
+        facts change (a deadline, a heartbeat going stale); None when only files can change it,
+        which the watcher and the rescans follow."""
+        if self.error is not None or self.writer_lock.present or self.recovery_lock.present:
+            return needs.EVERY_LOOK
+        due: int | None = None
+        for view in self.runs:
+            if view.loading or view.error is not None:
+                return needs.EVERY_LOOK
+            if view.clock_due_ms is not None:
+                due = view.clock_due_ms if due is None else min(due, view.clock_due_ms)
+        return due
 
     def run(self, run_id: str | None) -> RunView | None:
         for view in self.runs:
@@ -318,6 +324,7 @@ def build_view(
         inspection=inspection if keep_inspection else None,
         evidence_scopes=tuple(dict.fromkeys(scopes)),
         time_sensitive=time_sensitive,
+        clock_due_ms=needs.clock_due(inspection, moment),
         observations=tuple(inspection.get("observations") or ()),
         needs=run_needs,
     )
@@ -712,6 +719,8 @@ class ProjectScanner:
         """Same bytes: only the clock moved."""
         if previous is None or not retime or not previous.time_sensitive or not memo.clocked:
             return previous if previous is not None else _loading_view(run_id)
+        if previous.clock_due_ms is None or moment < previous.clock_due_ms:
+            return previous  # nothing the clock decides has changed yet
         return self._retimed(previous, memo, moment)
 
     def _inspect(
@@ -800,7 +809,13 @@ class ProjectScanner:
             overdue=sum(1 for r in rows if r.overdue),
             observations=tuple(observations),
             needs=self._clocked_needs(previous, memo, standings),
+            clock_due_ms=self._clock_due(previous, memo, moment),
         )
+
+    @staticmethod
+    def _clock_due(previous: RunView, memo: _FileMemo, moment: int) -> int | None:
+        """needs.clock_due over the tasks kept for the tick (every task it reads is one)."""
+        return needs.clock_due(cast(Run, {"tasks": list(memo.clocked.values())}), moment)
 
     @staticmethod
     def _clocked_standings(

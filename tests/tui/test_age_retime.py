@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from dashboard_kit import HOST, cell, eventually, loaded, quiet_app
 
 from nexus_core import engine, timeutil
+from nexus_core.state.store import load_run
 from nexus_tui.widgets.keyed_table import KeyedTable
 
 pytestmark = pytest.mark.asyncio
@@ -99,8 +100,8 @@ async def test_a_tick_that_changes_no_shown_age_redraws_no_cell(
         await eventually(pilot, lambda: cell(table, "t1", "overdue") == "OVERDUE")
         updated = count_cell_updates(table, monkeypatch)
         clock[0] += 30  # the same minute: every age still reads 3h00m
-        scans = app.scans_applied
-        await eventually(pilot, lambda: app.scans_applied >= scans + 2)  # ticks, applied
+        ticks = app.ticks
+        await eventually(pilot, lambda: app.ticks >= ticks + 2)
         assert updated == []
         clock[0] += 30
         await eventually(pilot, lambda: cell(table, "t1", "observed") == "3h01m")
@@ -129,12 +130,17 @@ def idle_project(directory: Path) -> str:
     return root
 
 
-async def test_the_tick_looks_again_only_at_projects_that_move_with_the_clock(tmp_path: Path) -> None:
-    """Each second the project with running work is scanned again (its deadlines and ages move);
-    the idle project is not (only its files can change it, and the watcher follows those), until
-    its work starts: then it is followed each second too."""
-    live = running_project(tmp_path / "live", 2)
+async def test_the_tick_looks_again_only_when_the_clock_changes_something(tmp_path: Path) -> None:
+    """The 1 s tick looks at a project again only once the clock has changed something in it:
+    the running task's deadline passed (its row then reads overdue). Before that, and in an
+    idle project at any time, only files can change what is shown, and the watcher follows
+    those (asking every project each second kept a core busy with an idle fleet)."""
+    clock = [time.time()]
+    timeutil.set_clock(lambda: clock[0])
+    live = running_project(tmp_path / "live", 1)
     idle = idle_project(tmp_path / "idle")
+    deadline = timeutil.parse_iso_ms(load_run(live, "live")["tasks"][0]["attempts"][-1]["deadline"])
+    assert deadline is not None
     app = quiet_app([live, idle], tick=True)
     async with app.run_test(size=(120, 36)) as pilot:
         await loaded(app, pilot)
@@ -143,18 +149,18 @@ async def test_the_tick_looks_again_only_at_projects_that_move_with_the_clock(tm
         def scanned(session: Any) -> int:
             return int(session.snapshot.scanned_at_ms)
 
-        def moves(session: Any) -> bool:
-            return bool(session.snapshot.moves_with_the_clock)
+        def due(session: Any) -> int | None:
+            return cast(int | None, session.snapshot.next_look_ms)
 
-        idle_scanned, live_scanned = scanned(idle_session), scanned(live_session)
-        assert not moves(idle_session) and moves(live_session)
-        await eventually(pilot, lambda: scanned(live_session) > live_scanned, timeout=20, what="a tick's scan")
-        live_scanned = scanned(live_session)
-        await eventually(pilot, lambda: scanned(live_session) > live_scanned, timeout=20, what="another tick's scan")
-        assert scanned(idle_session) == idle_scanned
+        def overdue() -> bool:
+            view = live_session.snapshot.run("live") if live_session.snapshot else None
+            return bool(view and view.rows[0].overdue)
 
-        engine.start_task(idle, "idle", "t1", {"backend": HOST})
-        app.request_scan(1)  # what the watcher asks on the run file's change
-        await eventually(pilot, lambda: moves(idle_session), what="the start seen")
-        idle_scanned = scanned(idle_session)
-        await eventually(pilot, lambda: scanned(idle_session) > idle_scanned, timeout=20, what="a tick's scan")
+        assert (due(live_session), due(idle_session)) == (deadline + 1, None)
+        seen = (scanned(live_session), scanned(idle_session))
+        ticks = app.ticks
+        await eventually(pilot, lambda: app.ticks >= ticks + 2)  # the clock has changed nothing yet
+        assert (scanned(live_session), scanned(idle_session)) == seen and not overdue()
+        clock[0] = (deadline + 1000) / 1000
+        await eventually(pilot, overdue, timeout=20, what="the deadline passed, seen by a tick")
+        assert scanned(idle_session) == seen[1] and due(live_session) is None
