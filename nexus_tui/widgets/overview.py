@@ -17,7 +17,6 @@ from textual.widgets import DataTable, Static
 
 from ..logic.discovery import ProjectSummary, order
 from .plain import plain
-from .shown import show
 from .styles import Styles, styles_of
 
 COLUMNS = (
@@ -156,7 +155,7 @@ class OverviewPane(Vertical):
         """Rows for (index, label) pairs: one redraw for all (a redraw per row is quadratic)."""
         for index, label in projects:
             self.labels[index] = label
-        show(self.query_one("#overview-title", Static), self._title())
+        self.query_one("#overview-title", Static).update(self._title())
         self._redraw()
 
     def restyle(self) -> None:
