@@ -1410,8 +1410,11 @@ def tree(root: Path) -> dict[str, bytes]:
     """Every file and directory under the project (bytes, and mode), for "nothing changed"."""
     found: dict[str, bytes] = {}
     for path in sorted(root.rglob("*")):
-        info = path.lstat()
-        content = path.read_bytes() if path.is_file() and not path.is_symlink() and info.st_size < 1 << 20 else b""
+        try:
+            info = path.lstat()
+            content = path.read_bytes() if path.is_file() and not path.is_symlink() and info.st_size < 1 << 20 else b""
+        except FileNotFoundError:  # gone since listed: a running launch's writer.lock, between two heartbeats
+            continue
         found[str(path.relative_to(root))] = oct(info.st_mode).encode() + b":" + content
     return found
 

@@ -33,8 +33,8 @@ class KeyedTable(DataTable[Any]):
         self._columns_spec = tuple(columns)
         # The cell objects the table holds, per row key (what sort() hands back).
         self.cells: dict[str, dict[str, Text]] = {}
-        # Rows whose cells changed in place since the last render (see update_cell).
-        self._changed_rows: set[RowKey] = set()
+        # Cells changed in place since the last render (see update_cell).
+        self._changed_cells: set[tuple[RowKey, ColumnKey]] = set()
 
     class Scrolled(Message):
         """Other rows came into view (scrolled or resized): the owner redraws their ages, which
@@ -116,8 +116,9 @@ class KeyedTable(DataTable[Any]):
         only. DataTable's own update renders the whole table again: every cache of rendered
         cells, rows and lines is keyed by one update count, so one changed age re-rendered every
         visible line once a second, most of an idle dashboard's CPU. Here the value is stored,
-        the row's entries leave the caches just before the next render, and only the row's
-        region is refreshed. A wider value (the column re-measured) takes DataTable's way."""
+        the cell's rendering and its row's lines leave the caches just before the next render
+        (the row's other cells are reused), and only the row's region is refreshed. A wider
+        value (the column re-measured) takes DataTable's way."""
         if update_width or not self.is_mounted:
             super().update_cell(row_key, column_key, value, update_width=update_width)
             return
@@ -127,20 +128,23 @@ class KeyedTable(DataTable[Any]):
             super().update_cell(row, column, value)  # DataTable's refusal: CellDoesNotExist
             return
         self._data[row][column] = value
-        self._changed_rows.add(row)
+        self._changed_cells.add((row, column))
         self.refresh_row(self.get_row_index(row))
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        if self._changed_rows:
-            self._forget_changed_rows()
+        if self._changed_cells:
+            self._forget_changed_cells()
         return super().render_lines(crop)
 
-    def _forget_changed_rows(self) -> None:
-        """Drop what DataTable rendered of the changed rows (one pass over each cache for every
-        row changed since the last render); the other rows' cells and lines are reused."""
-        rows, self._changed_rows = self._changed_rows, set()
+    def _forget_changed_cells(self) -> None:
+        """Drop what DataTable rendered of the changed cells and their rows' lines (one pass
+        over each cache for everything changed since the last render); the rest is reused."""
+        cells, self._changed_cells = self._changed_cells, set()
+        rows = {row for row, _ in cells}
         indexes = {self._row_locations.get(row) for row in rows}
-        _forget(self._cell_render_cache, 0, rows)  # (row key, column key, styles..., update count)
+        # (row key, column key, styles..., update count)
+        for key in [key for key in self._cell_render_cache.keys() if key[:2] in cells]:  # noqa: SIM118 (an LRUCache)
+            self._cell_render_cache.discard(key)
         _forget(self._row_render_cache, 0, rows)  # (row key, line, styles..., update count)
         _forget(self._row_renderable_cache, 1, indexes)  # (update count, row index)
         self._line_cache.clear()  # by screen line: cheap to rebuild from the row caches
