@@ -125,14 +125,14 @@ def is_active(task: Task) -> bool:
 EVERY_LOOK = 0
 
 
-def clock_due(run: Run, now: int) -> int | None:
-    """The first moment after ``now`` at which what the clock decides about ``run`` may read
-    differently (its tasks' ``overdue``, a process observation's ``heartbeatStale``, the needs
-    built on them); ``EVERY_LOOK`` when an owner's liveness decides it (a running verification's
-    owner, an unfinished launch's supervisor: a process can end at any moment); None when only
-    the run's files can change it. Until then a reader may keep its last answer."""
+def clock_due(tasks: Iterable[Task], now: int) -> int | None:
+    """The first moment after ``now`` at which what the clock decides about a run's ``tasks``
+    may read differently (their ``overdue``, a process observation's ``heartbeatStale``, the
+    needs built on them); ``EVERY_LOOK`` when an owner's liveness decides it (a running
+    verification's owner, an unfinished launch's supervisor: a process can end at any moment);
+    None when only the run's files can change it. Until then a reader may keep its last answer."""
     due: int | None = None
-    for task in run["tasks"]:
+    for task in tasks:
         attempt = latest_attempt(task)
         if attempt is None:
             continue

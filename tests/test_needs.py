@@ -113,18 +113,18 @@ def test_nothing_the_clock_decides_changes_before_clock_due(tmp_path: Path) -> N
     attempt = run["tasks"][0]["attempts"][-1]
     started, deadline = parse_iso_ms(attempt["startedAt"]), parse_iso_ms(attempt["deadline"])
     assert started is not None and deadline is not None
-    due = needs.clock_due(run, started)
+    due = needs.clock_due(run["tasks"], started)
     assert due == deadline + 1
     before = _clock_facts(root, run, started)
     for moment in (started + 1, (started + deadline) // 2, deadline - 1, due - 1):
         assert _clock_facts(root, run, moment) == before, moment
     after = _clock_facts(root, run, due)
     assert after != before and after[0][0] is True  # overdue
-    assert needs.clock_due(run, due) is None  # past its deadline: nothing more for the clock to change
+    assert needs.clock_due(run["tasks"], due) is None  # past its deadline: nothing more for the clock to change
 
     verifying = json.loads(json.dumps(run))  # the same run with a's verification left running
     verifying["tasks"][0]["attempts"][-1]["verification"].update(status="running", owner={"pid": 1, "hostname": "h"})
-    assert needs.clock_due(verifying, started) == needs.EVERY_LOOK
+    assert needs.clock_due(verifying["tasks"], started) == needs.EVERY_LOOK
     rest = json.loads(json.dumps(run))
     rest["tasks"][0]["attempts"] = []
-    assert needs.clock_due(rest, started) is None
+    assert needs.clock_due(rest["tasks"], started) is None

@@ -139,9 +139,8 @@ class RunView:
     error: str | None = None
     # Scopes of tasks with passed or accepted evidence: their edits change "stale".
     evidence_scopes: tuple[str, ...] = ()
-    # Any task whose flags move with the clock (active attempt, process heartbeat).
-    time_sensitive: bool = False
-    # When the clock may change what this view says (needs.clock_due): EVERY_LOOK, a moment, or None.
+    # When the clock may change what this view says (needs.clock_due): EVERY_LOOK, a moment, or
+    # None when only the run's files can.
     clock_due_ms: int | None = None
     # The core's observations (kept for every run; the full inspection only for the focus run).
     observations: tuple[Observation, ...] = ()
@@ -302,15 +301,12 @@ def build_view(
         counts[row.state] = counts.get(row.state, 0) + 1
     definitions = {d.get("id"): d for d in inspection["plan"]["tasks"]}
     scopes: list[str] = []
-    time_sensitive = False
     for task in inspection["tasks"]:
         attempt = task["attempts"][-1] if task["attempts"] else None
         if attempt is None:
             continue
         if task["integration"] == "accepted" or attempt["verification"].get("status") == "passed":
             scopes.extend((definitions.get(task["id"]) or {}).get("scope") or ())
-        if _time_dependent(task):
-            time_sensitive = True
     return RunView(
         run_id=run_id,
         state_path=run_path(run_id),
@@ -323,8 +319,7 @@ def build_view(
         objective_count=len(rows),
         inspection=inspection if keep_inspection else None,
         evidence_scopes=tuple(dict.fromkeys(scopes)),
-        time_sensitive=time_sensitive,
-        clock_due_ms=needs.clock_due(inspection, moment),
+        clock_due_ms=needs.clock_due(inspection["tasks"], moment),
         observations=tuple(inspection.get("observations") or ()),
         needs=run_needs,
     )
@@ -717,7 +712,7 @@ class ProjectScanner:
 
     def _unchanged(self, run_id: str, previous: RunView | None, memo: _FileMemo, moment: int, retime: bool) -> RunView:
         """Same bytes: only the clock moved."""
-        if previous is None or not retime or not previous.time_sensitive or not memo.clocked:
+        if previous is None or not retime or not memo.clocked:
             return previous if previous is not None else _loading_view(run_id)
         if previous.clock_due_ms is None or moment < previous.clock_due_ms:
             return previous  # nothing the clock decides has changed yet
@@ -809,13 +804,9 @@ class ProjectScanner:
             overdue=sum(1 for r in rows if r.overdue),
             observations=tuple(observations),
             needs=self._clocked_needs(previous, memo, standings),
-            clock_due_ms=self._clock_due(previous, memo, moment),
+            # The tasks kept for the tick are every task clock_due reads.
+            clock_due_ms=needs.clock_due(memo.clocked.values(), moment),
         )
-
-    @staticmethod
-    def _clock_due(previous: RunView, memo: _FileMemo, moment: int) -> int | None:
-        """needs.clock_due over the tasks kept for the tick (every task it reads is one)."""
-        return needs.clock_due(cast(Run, {"tasks": list(memo.clocked.values())}), moment)
 
     @staticmethod
     def _clocked_standings(

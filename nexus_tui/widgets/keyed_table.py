@@ -142,11 +142,9 @@ class KeyedTable(DataTable[Any]):
         cells, self._changed_cells = self._changed_cells, set()
         rows = {row for row, _ in cells}
         indexes = {self._row_locations.get(row) for row in rows}
-        # (row key, column key, styles..., update count)
-        for key in [key for key in self._cell_render_cache.keys() if key[:2] in cells]:  # noqa: SIM118 (an LRUCache)
-            self._cell_render_cache.discard(key)
-        _forget(self._row_render_cache, 0, rows)  # (row key, line, styles..., update count)
-        _forget(self._row_renderable_cache, 1, indexes)  # (update count, row index)
+        _forget(self._cell_render_cache, lambda key: key[:2] in cells)  # (row key, column key, styles..., count)
+        _forget(self._row_render_cache, lambda key: key[0] in rows)  # (row key, line, styles..., update count)
+        _forget(self._row_renderable_cache, lambda key: key[1] in indexes)  # (update count, row index)
         self._line_cache.clear()  # by screen line: cheap to rebuild from the row caches
 
     def sort_rows(self, value_of: Callable[[str], Any], reverse: bool = False) -> None:
@@ -176,9 +174,9 @@ class KeyedTable(DataTable[Any]):
             self.move_cursor(row=index, animate=False, scroll=True)
 
 
-def _forget(cache: LRUCache[Any, Any], position: int, gone: set[Any]) -> None:
-    """Discard the entries of ``cache`` whose key holds one of ``gone`` at ``position``."""
-    for key in [key for key in cache.keys() if key[position] in gone]:  # noqa: SIM118 (no iteration of its own)
+def _forget(cache: LRUCache[Any, Any], gone: Callable[[Any], bool]) -> None:
+    """Discard the entries of ``cache`` whose key is ``gone``."""
+    for key in [key for key in cache.keys() if gone(key)]:  # noqa: SIM118 (an LRUCache: no iteration of its own)
         cache.discard(key)
 
 
