@@ -147,7 +147,12 @@ def test_one_multiplexed_connection_per_host_in_a_private_directory(ssh_server: 
         assert _connections(ssh_server) == 1  # ... on one connection
         for process in started:
             _, err = process.communicate(timeout=60)
-            assert (process.returncode, err) == (0, b"")  # no "disabling multiplexing"
+            # None of ssh's multiplexing complaints ("ControlSocket ... disabling multiplexing",
+            # "muxclient: ...", "Control socket connect"). The remote shell's own stderr shares
+            # the channel and is not ssh's: this machine's root profile runs `pyenv init`, whose
+            # rehash races between four sessions started at once ("pyenv: cannot rehash").
+            assert process.returncode == 0, err
+            assert not any(word in err for word in (b"ControlSocket", b"multiplexing", b"mux", b"Control socket")), err
         info = os.stat(ssh.control_directory)
         assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.getuid()
         assert len(os.listdir(ssh.control_directory)) == 1
