@@ -309,6 +309,12 @@ def run_until_quit(app: NexusApp) -> int:
 
     for signal_number in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signal_number, end, signal_number)
+    from textual.drivers.linux_driver import LinuxDriver
+
+    from .terminal_driver import TerminalDriver
+
+    if app.driver_class is LinuxDriver:  # a terminal that may hang up (not Windows, not a browser)
+        app.driver_class = TerminalDriver
     try:
         app.run(loop=loop)
     finally:
