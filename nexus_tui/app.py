@@ -177,6 +177,7 @@ class NexusApp(App[None]):
         if self.settings.keys:
             self.set_keymap(dict(self.settings.keys))
         self.theme_changed_signal.subscribe(self, self._theme_changed)
+        self._rare_full_collections()
         self._start_scanner()
         self.remote_tabs.start()
         for session in self.sessions:
@@ -238,13 +239,15 @@ class NexusApp(App[None]):
         def loop() -> None:
             worker = get_current_worker()
             while not worker.is_cancelled and not requests.closed:
-                for index, everything, runs, retime, answers in requests.take(0.25):
+                for index, everything, runs, retime, catch_up, answers in requests.take(0.25):
                     scanner = self.sessions[index].scanner
 
                     def publish(partial: ProjectSnapshot, index: int = index) -> None:
                         self.post_message(ProjectScanned(index, partial, (), partial=True))
 
-                    snapshot = scanner.scan(reinspect=runs, everything=everything, publish=publish, retime=retime)
+                    snapshot = scanner.scan(
+                        reinspect=runs, everything=everything, publish=publish, retime=retime, catch_up=catch_up
+                    )
                     self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths()), answers=answers))
 
         self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
@@ -283,12 +286,18 @@ class NexusApp(App[None]):
         self.request_scan(message.index)
 
     def request_scan(
-        self, index: int | None = None, everything: bool = False, runs: Iterable[str] = (), retime: bool = False
+        self,
+        index: int | None = None,
+        everything: bool = False,
+        runs: Iterable[str] = (),
+        retime: bool = False,
+        catch_up: bool = False,
     ) -> None:
-        """``retime``: recompute the clock-derived flags of unchanged runs too (the tick)."""
+        """``retime``: recompute the clock-derived flags of unchanged runs too (the tick);
+        ``catch_up``: re-inspect the runs whose scopes changed since their last inspection."""
         for i in range(len(self.sessions)) if index is None else (index,):
             if self.sessions[i].remote is None:  # a remote project's host scans it
-                self._requests.ask(i, everything=everything, runs=runs, retime=retime)
+                self._requests.ask(i, everything=everything, runs=runs, retime=retime, catch_up=catch_up)
 
     def on_project_scanned(self, message: ProjectScanned) -> None:
         try:
@@ -329,10 +338,15 @@ class NexusApp(App[None]):
         self.needs_changed(session)
         # A remote project loads when its host answers (maybe never): "loaded" is this machine's.
         if all(s.loaded for s in self.sessions if s.remote is None) and not self.loaded.is_set():
-            self._settle_memory()
-            self.loaded.set()
-            self.notifier.start(self.open_needs())
-            self._schedule_notification()
+            self.first_load_done()
+
+    def first_load_done(self) -> None:
+        """Every local project had its first look."""
+        self._settle_memory()
+        self.loaded.set()
+        self._rewatch.set()  # the scopes are watched from now on
+        self.notifier.start(self.open_needs())
+        self._schedule_notification()
 
     # -- what needs a person (nexus_core.needs): counts, the inbox, notifications
     def open_needs(self) -> list[tuple[str, Any]]:
@@ -465,17 +479,21 @@ class NexusApp(App[None]):
         self.panes[index].runs.focus()
 
     @staticmethod
+    def _rare_full_collections() -> None:
+        """Full collections 10x rarer, from the start: parsing run files allocates much (no
+        cycles: reference counting frees it), yet each full pass walks everything loaded so
+        far; a --discover start over 50 projects spent 0.6 s in eight of them, and live updates
+        had full passes of 20-90 ms every second or so."""
+        young, middle, _ = gc.get_threshold()
+        gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
+
+    @staticmethod
     def _settle_memory() -> None:
         """Once everything is loaded: tune the garbage collector for live updates."""
         # Everything loaded so far (runs, views, widgets) lives as long as the app: keep it out
         # of the cyclic collector, whose full passes over a large project otherwise stall a live
         # update by hundreds of ms. Reference counting still frees it.
         gc.freeze()
-        # Each live update parses a whole run file (no cycles: reference counting frees it), yet
-        # its allocations still trigger full collections of 20-90 ms every second or so, which
-        # then land inside an update: make full collections 10x rarer.
-        young, middle, _ = gc.get_threshold()
-        gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
     def _on_tick(self) -> None:
         """Each second: the projects where the clock has changed something are looked at again
@@ -521,8 +539,13 @@ class NexusApp(App[None]):
         watched: dict[int, tuple[str, ...]] = {}
         merged, changed_at = True, loop.time()
         while not self._requests.closed:
+            # Until every project had its first look, only the state directories: arming a
+            # recursive watch over scopes holds the GIL (0.3 s for 50 projects' scopes, paid
+            # again by each re-arming while projects arrive), and the scopes' catch-up rescan
+            # once they are watched covers what changed before.
+            scopes = MAX_WATCHED_SCOPES if self.loaded.is_set() else 0
             wanted = {
-                session.index: tuple(session.watched_paths(MAX_WATCHED_SCOPES))
+                session.index: tuple(session.watched_paths(scopes))
                 for session in self.sessions
                 if session.remote is None
             }
@@ -531,7 +554,10 @@ class NexusApp(App[None]):
             if newly or set(watched) - set(wanted):
                 merged, changed_at = False, loop.time()
             merging = self._merging is not None  # a watcher over everything is being armed
-            whole = self._watch_failed or (len(self._watchers) >= MAX_WATCHERS and not merging)
+            # Every project's paths new (the first arming, the scopes once loaded): one watcher
+            # over them all at once, not one now and a merged one again later.
+            everyone = bool(newly) and newly == set(wanted)
+            whole = self._watch_failed or everyone or (len(self._watchers) >= MAX_WATCHERS and not merging)
             if newly and not whole:
                 self._start_watcher({index: wanted[index] for index in newly}, newly, replaces=False)
             elif whole or (not merged and not merging and loop.time() - changed_at >= MERGE_AFTER_SECONDS):
@@ -590,7 +616,7 @@ class NexusApp(App[None]):
                         if self._merging is stop:
                             self._merging = None
                     for index in sorted(newly):
-                        self.request_scan(index, everything=True)
+                        self.request_scan(index, catch_up=True)
                 if changes:
                     self._on_changes(owners, {path for _, path in changes})
             self._watch_failures = 0

@@ -176,7 +176,13 @@ class DiscoverApp(NexusApp):
         if message.partial or not self.following or not self.is_running or message.index >= len(self.sessions):
             return
         if self._overview.is_mounted:
-            self._overview.show(message.index, summarize(message.snapshot))
+            # While the first load goes on, rows are shown a few at a time (see show).
+            self._overview.show(message.index, summarize(message.snapshot), soon=not self.loaded.is_set())
+
+    def first_load_done(self) -> None:
+        super().first_load_done()
+        if self._overview.is_mounted:
+            self._overview.flush()  # the rows still waiting, at once
 
     @on(OverviewPane.Opened)
     async def _open_project(self, message: OverviewPane.Opened) -> None:

@@ -43,15 +43,24 @@ class ScanRequests:
         self._condition = threading.Condition()
         self._everything = [False] * projects
         self._retime = [False] * projects
+        self._catch_up = [False] * projects
         self._runs: list[set[str] | None] = [None] * projects  # None: nothing asked
         self._asked = [0] * projects
         self._applied = [0] * projects
         self._closed = False
 
-    def ask(self, index: int, everything: bool = False, runs: Iterable[str] = (), retime: bool = False) -> None:
+    def ask(
+        self,
+        index: int,
+        everything: bool = False,
+        runs: Iterable[str] = (),
+        retime: bool = False,
+        catch_up: bool = False,
+    ) -> None:
         with self._condition:
             self._everything[index] |= everything
             self._retime[index] |= retime or everything
+            self._catch_up[index] |= catch_up
             self._runs[index] = (self._runs[index] or set()) | set(runs)
             self._asked[index] += 1
             self._condition.notify()
@@ -61,25 +70,27 @@ class ScanRequests:
         with self._condition:
             self._everything.append(False)
             self._retime.append(False)
+            self._catch_up.append(False)
             self._runs.append(None)
             self._asked.append(0)
             self._applied.append(0)
             return len(self._runs) - 1
 
-    def take(self, timeout: float) -> list[tuple[int, bool, set[str], bool, int]]:
-        """The projects to scan: (index, everything, runs, retime, the requests it answers)."""
+    def take(self, timeout: float) -> list[tuple[int, bool, set[str], bool, bool, int]]:
+        """The projects to scan: (index, everything, runs, retime, catch_up, the requests it
+        answers)."""
         with self._condition:
             if not self._closed and all(runs is None for runs in self._runs):
                 self._condition.wait(timeout)
             if self._closed:
                 return []
             taken = [
-                (i, self._everything[i], runs, self._retime[i], self._asked[i])
+                (i, self._everything[i], runs, self._retime[i], self._catch_up[i], self._asked[i])
                 for i, runs in enumerate(self._runs)
                 if runs is not None
             ]
             for i, *_ in taken:
-                self._everything[i], self._runs[i], self._retime[i] = False, None, False
+                self._everything[i], self._runs[i], self._retime[i], self._catch_up[i] = False, None, False, False
             return taken
 
     def applied(self, index: int, answers: int) -> None:

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -390,6 +391,8 @@ class _FileMemo:
     header: Run | None = None
     # The parsed run, kept for the focus run only (memory).
     run: Run | None = None
+    # When the run's last full inspection began (wall clock, ns; see changed_since).
+    inspected_ns: int | None = None
 
 
 def _stamp(path: str) -> tuple[int, ...] | None:
@@ -398,6 +401,41 @@ def _stamp(path: str) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+
+
+# File timestamps come from the kernel's coarse clock, a tick behind time.time_ns() at most;
+# anything changed within this much before an inspection began counts as changed after it.
+CHANGE_SLACK_NS = 1_000_000_000
+
+
+def changed_since(path: str, since_ns: int) -> bool:
+    """Whether ``path``, or anything under it, was changed at or after ``since_ns`` (its status
+    or content: ctime, which no one can set back, or mtime), by the status of each entry alone
+    (never a link followed, never a file opened). A path missing now counts as changed when its
+    nearest existing parent's listing changed since. Cheap next to an inspection: the watcher's
+    catch-up asks it of every scope it starts watching."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        parent = os.path.dirname(path)
+        return parent == path or changed_since(parent, since_ns)
+    except OSError:
+        return True
+    if max(info.st_ctime_ns, info.st_mtime_ns) >= since_ns:
+        return True
+    directories = [path] if stat.S_ISDIR(info.st_mode) else []
+    while directories:
+        try:
+            with os.scandir(directories.pop()) as entries:
+                for entry in entries:
+                    info = entry.stat(follow_symlinks=False)
+                    if max(info.st_ctime_ns, info.st_mtime_ns) >= since_ns:
+                        return True
+                    if stat.S_ISDIR(info.st_mode):
+                        directories.append(entry.path)
+        except OSError:
+            return True  # gone or unreadable since: the inspection says what it is now
+    return False
 
 
 def covers(scope: str, relative_path: str) -> bool:
@@ -469,6 +507,15 @@ def _inventory(root: str) -> JsonObject:
 
 
 def _task_key(task: Task) -> int:
+    """A fingerprint of the task's record, to tell on the next read whether it changed: of
+    orjson's text of it (a tenth of ``repr``'s cost, which was an eighth of a first scan), or
+    of its ``repr`` where orjson cannot write it (an integer beyond 64 bits)."""
+    orjson = canonical.plain_path()
+    if orjson is not None:
+        try:
+            return hash(orjson.dumps(task))
+        except TypeError:  # orjson.JSONEncodeError
+            pass
     return hash(repr(task))
 
 
@@ -530,6 +577,22 @@ class ProjectScanner:
             self.root = root_of(self.directory)
         return self.root
 
+    def scopes_changed(self, run_ids: list[str]) -> set[str]:
+        """The runs (of ``run_ids``) with an evidence scope changed since their last full
+        inspection began, or never fully inspected."""
+        if self.root is None:
+            return set(run_ids)
+        changed = set()
+        for run_id in run_ids:
+            view, memo = self._views.get(run_id), self._memo.get(run_id)
+            if view is None or memo is None or memo.inspected_ns is None:
+                changed.add(run_id)
+                continue
+            since = memo.inspected_ns - CHANGE_SLACK_NS
+            if any(changed_since(os.path.join(self.root, scope), since) for scope in view.evidence_scopes):
+                changed.add(run_id)
+        return changed
+
     def evidence_scopes(self) -> set[str]:
         return {scope for view in self._views.values() for scope in view.evidence_scopes}
 
@@ -540,10 +603,13 @@ class ProjectScanner:
         now: int | None = None,
         publish: Callable[[ProjectSnapshot], None] | None = None,
         retime: bool = True,
+        catch_up: bool = False,
     ) -> ProjectSnapshot:
         """One pass: re-stat every run file; reload those whose bytes changed and re-observe
         their changed tasks; fully re-inspect ``reinspect`` (run ids) and, with ``everything``,
         a round-robin share of the others; refresh the clock-derived flags of the rest.
+        ``catch_up``: also fully re-inspect the runs with an evidence scope changed since their
+        last full inspection began (what a watcher just started on those scopes missed).
         ``publish`` receives partial snapshots while a long first load goes on."""
         moment = now_ms() if now is None else now
         try:
@@ -565,6 +631,8 @@ class ProjectScanner:
         forced = set(reinspect or ())
         if everything:
             forced |= self._safety_share(run_ids)
+        if catch_up:
+            forced |= self.scopes_changed(run_ids)
         changed: set[str] = set()
         for gone in set(self._views) - set(run_ids):
             del self._views[gone]
@@ -733,6 +801,7 @@ class ProjectScanner:
         if reusable is not None:
             return self._reobserve(root, run, memo, task_keys, reusable, locks, moment)
         began = time.monotonic()
+        memo.inspected_ns = time.time_ns()
         inspection = observe.inspect_loaded(root, run, moment)
         self._seconds_per_inspection = time.monotonic() - began
         return inspection, None

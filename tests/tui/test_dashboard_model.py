@@ -161,15 +161,16 @@ def test_scans_catch_up_once_every_request_asked_is_applied() -> None:
     requests.ask(0, runs=["a"])
     requests.ask(0, runs=["b"])
     assert not requests.caught_up
-    [(index, _, runs, _, answers)] = requests.take(0)
-    assert (index, runs, answers) == (0, {"a", "b"}, 2)
+    [(index, _, runs, _, catch_up, answers)] = requests.take(0)
+    assert (index, runs, catch_up, answers) == (0, {"a", "b"}, False, 2)
     assert not requests.caught_up  # taken, not yet applied
     requests.ask(0, everything=True)  # while that scan runs
+    requests.ask(0, catch_up=True)
     requests.applied(0, answers)
     assert not requests.caught_up
-    [(_, everything, _, _, answers)] = requests.take(0)
+    [(_, everything, _, _, catch_up, answers)] = requests.take(0)
     requests.applied(0, answers)
-    assert everything and requests.caught_up
+    assert everything and catch_up and requests.caught_up
     index = requests.add()  # --discover's new project starts caught up
     assert requests.caught_up
     requests.ask(index, everything=True)
