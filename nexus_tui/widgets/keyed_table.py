@@ -145,7 +145,12 @@ class KeyedTable(DataTable[Any]):
         _forget(self._cell_render_cache, lambda key: key[:2] in cells)  # (row key, column key, styles..., count)
         _forget(self._row_render_cache, lambda key: key[0] in rows)  # (row key, line, styles..., update count)
         _forget(self._row_renderable_cache, lambda key: key[1] in indexes)  # (update count, row index)
-        self._line_cache.clear()  # by screen line: cheap to rebuild from the row caches
+        # Lines are keyed by their y in the table (the header's lines first): the changed rows'
+        # only. Rebuilding every visible line from the row caches was half an idle second's
+        # work, once a second, for the few ages that ticked.
+        top = self.header_height if self.show_header else 0
+        lines = {top + y for y, (row, _) in enumerate(self._y_offsets) if row in rows}
+        _forget(self._line_cache, lambda key: key[0] in lines)  # (y, x1, x2, width, ...)
 
     def sort_rows(self, value_of: Callable[[str], Any], reverse: bool = False) -> None:
         """Order the rows by ``value_of(row key)``."""

@@ -1,0 +1,43 @@
+"""update_changed: a Static shown again only when its text changed, laid out again only when
+the new text could take other room than the old."""
+
+from __future__ import annotations
+
+import pytest
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
+from nexus_tui.widgets.shown import update_changed
+
+pytestmark = pytest.mark.asyncio
+
+
+class OneStatic(App[None]):
+    CSS = "Static { width: 20; height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("updated 5m42s ago"), id="shown")
+
+
+async def test_the_same_text_is_not_shown_again_and_a_wider_text_is_laid_out_again() -> None:
+    app = OneStatic()
+    async with app.run_test(size=(40, 10)) as pilot:
+        widget = app.query_one("#shown", Static)
+        await pilot.pause()
+        assert widget.size.height == 1
+        assert not update_changed(widget, Text("updated 5m42s ago"))
+        # Same room: repainted without a layout, the new text on screen.
+        assert update_changed(widget, Text("updated 5m43s ago"))
+        await pilot.pause()
+        assert "5m43s" in str(widget.render())
+        # A style alone is a change too (Rich's equality ignores the base style).
+        assert update_changed(widget, Text("updated 5m43s ago", style="bold"))
+        # Longer: it wraps to two lines at this width, so the layout follows.
+        assert update_changed(widget, Text("a" * 19 + " " + "b" * 19))
+        await pilot.pause()
+        assert widget.size.height == 2
+        # Just as long, spaces elsewhere: it wraps to three lines, and is laid out again.
+        assert update_changed(widget, Text("a " + "b" * 20 + " " + "c" * 16))
+        await pilot.pause()
+        assert widget.size.height == 3
