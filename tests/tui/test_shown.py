@@ -1,5 +1,5 @@
-"""update_changed: a Static shown again only when its text changed, laid out again only when
-the new text could take other room than the old."""
+"""update_changed: a Static shown again only when its text changed; a changed text is laid out
+again, so the widget takes the room its new text needs."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ async def test_the_same_text_is_not_shown_again_and_a_wider_text_is_laid_out_aga
         await pilot.pause()
         assert widget.size.height == 1
         assert not update_changed(widget, Text("updated 5m42s ago"))
-        # Same room: repainted without a layout, the new text on screen.
+        # A changed text is shown.
         assert update_changed(widget, Text("updated 5m43s ago"))
         await pilot.pause()
         assert "5m43s" in str(widget.render())
@@ -37,7 +37,7 @@ async def test_the_same_text_is_not_shown_again_and_a_wider_text_is_laid_out_aga
         assert update_changed(widget, Text("a" * 19 + " " + "b" * 19))
         await pilot.pause()
         assert widget.size.height == 2
-        # Just as long, spaces elsewhere: it wraps to three lines, and is laid out again.
+        # Just as long, spaces elsewhere: it wraps to three lines.
         assert update_changed(widget, Text("a " + "b" * 20 + " " + "c" * 16))
         await pilot.pause()
         assert widget.size.height == 3
