@@ -15,7 +15,6 @@ from nexus_core.timeutil import age_text
 from ..logic.model import LockView, ProjectSnapshot
 from ..logic.session import ProjectSession
 from .plain import plain
-from .shown import update_changed
 from .styles import Styles, styles_of
 
 
@@ -33,8 +32,7 @@ class StatusBar(Static):
         connection = None
         if remote is not None:
             connection = (remote.status_words(), remote.status.state == "connected")
-        update_changed(
-            self,
+        self.update(
             status_text(
                 session.snapshot,
                 now,
@@ -45,7 +43,7 @@ class StatusBar(Static):
                 pending=session.pending is not None,
                 narrow=self.narrow,
                 connection=connection,
-            ),
+            )
         )
 
 
