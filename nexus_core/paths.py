@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import os
 import re
 import stat
+from collections.abc import Iterator
 
 from .errors import NexusError, fail
 from .state.canonical import compact, has_lone_surrogate, js_trim, utf16_len
@@ -28,6 +31,40 @@ def _validate_relative_file(file: str) -> None:
         raise NexusError(f"Adapter file must be a relative project path: {file}")
 
 
+class _LookPaths:
+    """What one look of a display-only reader keeps of the paths it walked (see ``one_look``)."""
+
+    __slots__ = ("held", "real")
+
+    def __init__(self) -> None:
+        self.held: dict[str, int] = {}  # absolute directory -> a descriptor opened safely
+        self.real: set[str] = set()  # directories lstat found real (no symlink) in this look
+
+
+_look_paths: contextvars.ContextVar[_LookPaths | None] = contextvars.ContextVar("nexus_look_paths", default=None)
+# Descriptors one look keeps open at most (the ancestors shared by every task come first).
+LOOK_HELD_DIRECTORIES = 256
+
+
+@contextlib.contextmanager
+def one_look() -> Iterator[None]:
+    """Within: one look of a display-only reader (``snapshots.observational_hashes``). The
+    directories ``open_directory`` opens stay open for the look and later opens start from the
+    nearest one held, and ``safe_target`` checks each ancestor directory once: a task's scope
+    was opened from ``/`` one component at a time, some ten opens each, for every task of every
+    run. What the look read stays what it read (a directory replaced during the look is seen
+    by the next look, as if the look had been a moment earlier); never a symlink followed.
+    Mutations never run inside a look: their checks stay whole."""
+    look = _LookPaths()
+    token = _look_paths.set(look)
+    try:
+        yield
+    finally:
+        _look_paths.reset(token)
+        for fd in look.held.values():
+            os.close(fd)
+
+
 def safe_target(root: str, file: str) -> str:
     """Absolute path of ``file`` under ``root``; every existing component must be real."""
     _validate_relative_file(file)
@@ -35,8 +72,11 @@ def safe_target(root: str, file: str) -> str:
     parts = target.split("/")
     current = ""
     last = len(parts) - 1
+    look = _look_paths.get()
     for index in range(1, len(parts)):
         current = current + "/" + parts[index]
+        if look is not None and index < last and current in look.real:
+            continue
         try:
             info = os.lstat(current)
         except FileNotFoundError:
@@ -50,6 +90,8 @@ def safe_target(root: str, file: str) -> str:
                 raise NexusError(f"Adapter target is not a regular file: {current}")
         elif not stat.S_ISDIR(info.st_mode):
             raise NexusError(f"Adapter parent is not a directory: {current}")
+        elif look is not None:
+            look.real.add(current)
     return target
 
 
@@ -200,21 +242,41 @@ def open_directory_at(dir_fd: int, name: str, absolute: str, *, listing: bool = 
 
 def open_directory(path: str) -> int | None:
     """Absolute ``path`` opened one component at a time from ``/`` (never through a symlink);
-    None when a component is missing."""
-    fd = os.open("/", _PASSING)
-    current = ""
-    for name in path.split("/"):
-        if not name:
-            continue
+    None when a component is missing. Within ``one_look``, from the nearest directory the look
+    holds, and the directories opened are held. The caller closes what it gets."""
+    names = [name for name in path.split("/") if name]
+    look = _look_paths.get()
+    start, fd, held = 0, -1, False
+    if look is not None:
+        for index in range(len(names), -1, -1):
+            kept = look.held.get("/" + "/".join(names[:index]))
+            if kept is not None:
+                start, fd, held = index, kept, True
+                break
+    if fd < 0:
+        fd = os.open("/", _PASSING)
+        held = _hold(look, "/", fd)
+    current = "/" + "/".join(names[:start]) if start else ""
+    for name in names[start:]:
         current += "/" + name
         try:
             child = open_directory_at(fd, name, current)
         finally:
-            os.close(fd)
+            if not held:
+                os.close(fd)
         if child is None:
             return None
         fd = child
-    return fd
+        held = _hold(look, current, fd)
+    return os.open(".", _PASSING, dir_fd=fd) if held else fd
+
+
+def _hold(look: _LookPaths | None, path: str, fd: int) -> bool:
+    """Keep ``fd`` (directory ``path``) for the rest of the look, room permitting."""
+    if look is None or len(look.held) >= LOOK_HELD_DIRECTORIES:
+        return False
+    look.held[path] = fd
+    return True
 
 
 def open_file_at(dir_fd: int, name: str, absolute: str) -> tuple[int, os.stat_result] | None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from .errors import ENGINE_PREFIX, NexusError, fail
 from .paths import (
     directory_at,
+    one_look,
     open_directory,
     open_directory_at,
     open_file_at,
@@ -77,11 +78,13 @@ def observational_hashes(cache: dict[tuple[int, ...], str]) -> Iterator[None]:
 
     One entry is one look: within it, the protected resources of tasks that protect the same
     files with the same executables are checked once (a file changed during the look is seen
-    by the next look, as if the look had been a moment earlier)."""
+    by the next look, as if the look had been a moment earlier), and the directories walked are
+    opened and checked once (``paths.one_look``)."""
     token = _observed.set(cache)
     look_token = _look.set({})
     try:
-        yield
+        with one_look():
+            yield
     finally:
         _look.reset(look_token)
         _observed.reset(token)
