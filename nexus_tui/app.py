@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.drivers.web_driver import WebDriver
 from textual.screen import Screen
 from textual.theme import Theme
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
@@ -71,6 +72,8 @@ MAX_WATCHERS = 8
 LOG_PANEL_ID = "action-log"
 # Middle-generation collections between two full ones (CPython's default is 10).
 FULL_COLLECTION_EVERY = 100
+# While a --discover start loads, tab labels wait at most this long to be shown together.
+LABELS_WAIT_SECONDS = 0.5
 
 
 # ----------------------------------------------------------------- the app
@@ -85,6 +88,7 @@ class NexusApp(App[None]):
     TITLE = "nexus"
     CSS_PATH = "nexus.tcss"
     BINDINGS: ClassVar[list[Any]] = actions.bindings()
+    labels_wait_while_loading = False  # see _show_labels
 
     def __init__(
         self,
@@ -135,6 +139,10 @@ class NexusApp(App[None]):
         self._watchers: list[asyncio.Event] = []  # the stop events of the live watchers, oldest first
         self._merging: asyncio.Event | None = None  # the watcher over everything not armed yet
         self.loaded = asyncio.Event()
+        # Tab labels changed since shown; while loading (labels_wait_while_loading: --discover's
+        # fifty tabs), shown a few at a time: each label change lays the tab strip out again.
+        self._labels_waiting: set[int] = set()
+        self._labels_timer: Timer | None = None
         self._flow: ActionFlow | None = None
         self.jobs = Jobs()  # the verify and launch runs of this session (logic/jobs.py)
         self._availability: tuple[tuple[Any, ...], Availability] | None = None
@@ -342,6 +350,7 @@ class NexusApp(App[None]):
 
     def first_load_done(self) -> None:
         """Every local project had its first look."""
+        self._show_labels()
         self._settle_memory()
         self.loaded.set()
         self._rewatch.set()  # the scopes are watched from now on
@@ -377,14 +386,28 @@ class NexusApp(App[None]):
         label = f"{session.label} ({count})" if count else session.label
         if session.shown_label != label:
             session.shown_label = label
-            with contextlib.suppress(Exception):  # the tab may be going away (shutdown)
-                self.query_one("#projects", TabbedContent).get_tab(f"tab-{session.index}").label = plain_content(label)
+            self._labels_waiting.add(session.index)
+            if not self.labels_wait_while_loading or self.loaded.is_set():
+                self._show_labels()
+            elif self._labels_timer is None:
+                self._labels_timer = self.set_timer(LABELS_WAIT_SECONDS, self._show_labels)
         total = sum(len(s.snapshot.needs) for s in self.sessions if s.snapshot is not None)
         title = f"nexus ({total} need{'s' if total != 1 else ''} you)" if total else "nexus"
         if self.title != title:
             self.title = title
         if self.notifier.observe(self.open_needs()):
             self._schedule_notification()
+
+    def _show_labels(self) -> None:
+        """The tab labels waiting (one layout of the tab strip for all of them)."""
+        if self._labels_timer is not None:
+            self._labels_timer.stop()
+            self._labels_timer = None
+        waiting, self._labels_waiting = self._labels_waiting, set()
+        with contextlib.suppress(Exception):  # the tabs may be going away (shutdown)
+            tabs = self.query_one("#projects", TabbedContent)
+            for index in sorted(waiting):
+                tabs.get_tab(f"tab-{index}").label = plain_content(self.sessions[index].shown_label)
 
     @property
     def notification_due(self) -> bool:

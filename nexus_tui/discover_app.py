@@ -64,6 +64,8 @@ class ProjectsFound(Message):
 
 
 class DiscoverApp(NexusApp):
+    labels_wait_while_loading = True  # fifty tabs whose counts arrive one project at a time
+
     def __init__(
         self,
         root: str,

@@ -22,7 +22,7 @@ from .plain import plain
 from .styles import Styles, styles_of
 
 # With ``show(..., soon=True)``, the overview is redrawn at most this often.
-COALESCE_SECONDS = 0.25
+COALESCE_SECONDS = 0.5
 COLUMNS = (
     ("project", "Project"),
     ("runs", "Runs"),

@@ -151,3 +151,23 @@ async def test_project_actions_are_off_on_the_overview(tmp_path: Path) -> None:
         assert active_tab(app) == OVERVIEW_TAB
         # No filter input shown anywhere (the project's pane is not even composed yet).
         assert not any(widget.display for widget in app.query(".filter"))
+
+
+async def test_tab_labels_show_each_project_s_needs_once_loaded(tmp_path: Path) -> None:
+    """While --discover loads, tab labels are shown a few at a time (each change lays the tab
+    strip out again); once loaded, every tab names its project's count of needs."""
+    projects = three_projects(tmp_path)
+    app = discover_app(tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        tabs = app.query_one("#projects", TabbedContent)
+
+        def label(name: str) -> str:
+            return str(tabs.get_tab(f"tab-{app.directories.index(projects[name])}").label)
+
+        assert label("locked") == "team/locked (1)"
+        assert label("broken") == "team/broken (1)"
+        assert label("quiet") == "team/quiet"
+        write_dead_writer_lock(projects["quiet"], hostname())
+        app.request_scan(app.directories.index(projects["quiet"]))
+        await eventually(pilot, lambda: label("quiet") == "team/quiet (1)")  # at once, after the load
