@@ -10,7 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import __version__
 from .backend.checks import CheckStop, check_environment, run_check
@@ -30,6 +30,7 @@ from .preconditions import (
     START_CONTRACT,
     VERIFY,
     Check,
+    by_id,
     require,
     task_facts,
 )
@@ -150,10 +151,10 @@ def revision(root: str) -> str | None:
 
 
 def definition_of(run: Run, task_id: str) -> TaskDefinition:
-    for definition in run["plan"]["tasks"]:
-        if definition["id"] == task_id:
-            return definition
-    raise fail(f"Unknown task: {task_id}")
+    definition = by_id(run["plan"]["tasks"]).get(task_id)
+    if definition is None:
+        raise fail(f"Unknown task: {task_id}")
+    return cast(TaskDefinition, definition)
 
 
 def task_of(run: Run, task_id: object) -> Task:

@@ -34,11 +34,12 @@ def _validate_relative_file(file: str) -> None:
 class _LookPaths:
     """What one look of a display-only reader keeps of the paths it walked (see ``one_look``)."""
 
-    __slots__ = ("held", "real")
+    __slots__ = ("held", "memo", "real")
 
     def __init__(self) -> None:
         self.held: dict[str, int] = {}  # absolute directory -> a descriptor opened safely
         self.real: set[str] = set()  # directories lstat found real (no symlink) in this look
+        self.memo: dict[object, object] = {}  # see look_memo
 
 
 _look_paths: contextvars.ContextVar[_LookPaths | None] = contextvars.ContextVar("nexus_look_paths", default=None)
@@ -63,6 +64,13 @@ def one_look() -> Iterator[None]:
         _look_paths.reset(token)
         for fd in look.held.values():
             os.close(fd)
+
+
+def look_memo() -> dict[object, object] | None:
+    """The current look's own memo (None outside a look): what a look derives from the run it
+    reads, which nothing changes during the look (``preconditions.by_id``)."""
+    look = _look_paths.get()
+    return None if look is None else look.memo
 
 
 def safe_target(root: str, file: str) -> str:

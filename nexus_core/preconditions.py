@@ -13,13 +13,34 @@ completion ask that entry. Pure functions of a loaded run; tolerant of any shape
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import cast
 
 from .errors import NexusError, fail
+from .paths import look_memo
 from .shapes import JsonObject, Record
 
 
 def records(value: object) -> list[JsonObject]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def by_id(value: object, *, last: bool = False) -> dict[object, JsonObject]:
+    """The records of the list ``value`` by their ``id``: the first of an id, as a scan finds it,
+    or with ``last`` the last, as a dict built from them keeps it. Within a look, built once per
+    list (a 200-task run asked it for each of its tasks: quadratic)."""
+    memo = look_memo()
+    key = (id(value), last)
+    if memo is not None:
+        kept = memo.get(key)
+        if isinstance(kept, tuple) and kept[0] is value:
+            return cast(dict[object, JsonObject], kept[1])
+    index: dict[object, JsonObject] = {}
+    for item in records(value):
+        if last or item.get("id") not in index:
+            index[item.get("id")] = item
+    if memo is not None:
+        memo[key] = (value, index)  # the list kept too: its id is not reused during the look
+    return index
 
 
 def plan_of(run: Record) -> Record:
@@ -28,7 +49,7 @@ def plan_of(run: Record) -> Record:
 
 
 def _definition(run: Record, task: Record) -> Record:
-    return next((d for d in records(plan_of(run).get("tasks")) if d.get("id") == task["id"]), {})
+    return by_id(plan_of(run).get("tasks")).get(task["id"]) or {}
 
 
 def latest_attempt(task: Record) -> JsonObject | None:
@@ -90,8 +111,11 @@ def task_facts(run: Record, task: Record, kept_receipt: bool | None = None) -> d
     process = attempt.get("process")
     reconciliation = attempt.get("reconciliation")
     verification = attempt.get("verification")
-    states = {t.get("id"): t.get("integration") for t in records(run.get("tasks"))}
-    unaccepted = next((dep for dep in definition.get("dependsOn") or [] if states.get(dep) != "accepted"), None)
+    tasks = by_id(run.get("tasks"), last=True)
+    unaccepted = next(
+        (dep for dep in definition.get("dependsOn") or [] if (tasks.get(dep) or {}).get("integration") != "accepted"),
+        None,
+    )
     if kept_receipt is None:
         kept_receipt = _kept_receipt_observed(run, task)
     return {

@@ -82,3 +82,20 @@ def test_a_look_holds_at_most_its_limit_of_directories(tree: Path, monkeypatch: 
                 assert scope_snapshot(str(tree), [f"{run}/out/{task}"])
         assert _open_descriptors() == before + 2
     assert _open_descriptors() == before
+
+
+def test_records_by_id_keep_the_first_or_the_last_and_a_look_builds_them_once_per_list() -> None:
+    from nexus_core.preconditions import by_id
+
+    tasks = [{"id": "a", "n": 1}, "not a record", {"id": "b", "n": 2}, {"id": "a", "n": 3}]
+    assert by_id(tasks) == {"a": tasks[0], "b": tasks[2]}  # as a scan for the first finds it
+    assert by_id(tasks, last=True) == {"a": tasks[3], "b": tasks[2]}  # as a dict of them keeps it
+    assert by_id(tasks) is not by_id(tasks)  # outside a look: built at each ask
+    with paths.one_look():
+        index = by_id(tasks)
+        assert by_id(tasks) is index
+        assert by_id(tasks, last=True)["a"] is tasks[3]
+        other = list(tasks)  # another list (the next read of the run): its own index
+        assert by_id(other) is not index and by_id(other) == index
+    with paths.one_look():
+        assert by_id(tasks) is not index  # each look builds its own
