@@ -24,22 +24,35 @@ def records(value: object) -> list[JsonObject]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+# How many lists a look keeps indexed (a run's tasks and its plan's, first and last).
+BY_ID_KEPT = 4
+
+
 def by_id(value: object, *, last: bool = False) -> dict[object, JsonObject]:
     """The records of the list ``value`` by their ``id``: the first of an id, as a scan finds it,
     or with ``last`` the last, as a dict built from them keeps it. Within a look, built once per
     list (a 200-task run asked it for each of its tasks: quadratic)."""
-    memo = look_memo()
+    look = look_memo()
+    kept = (
+        cast(dict[tuple[int, bool], tuple[object, dict[object, JsonObject]]], look.setdefault("by_id", {}))
+        if look is not None
+        else None
+    )
     key = (id(value), last)
-    if memo is not None:
-        kept = memo.get(key)
-        if isinstance(kept, tuple) and kept[0] is value:
-            return cast(dict[object, JsonObject], kept[1])
+    if kept is not None:
+        entry = kept.get(key)
+        if entry is not None and entry[0] is value:
+            return entry[1]
     index: dict[object, JsonObject] = {}
     for item in records(value):
         if last or item.get("id") not in index:
             index[item.get("id")] = item
-    if memo is not None:
-        memo[key] = (value, index)  # the list kept too: its id is not reused during the look
+    if kept is not None:
+        # The list is kept with its index (its id is not reused while kept), for the run being
+        # inspected only: the few newest; a look over 30 runs kept every parsed run alive.
+        kept[key] = (value, index)
+        while len(kept) > BY_ID_KEPT:
+            del kept[next(iter(kept))]
     return index
 
 

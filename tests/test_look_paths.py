@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus_core import paths
+from nexus_core import paths, preconditions
 from nexus_core.errors import NexusError
 from nexus_core.snapshots import observational_hashes, scope_snapshot
 
@@ -99,3 +99,10 @@ def test_records_by_id_keep_the_first_or_the_last_and_a_look_builds_them_once_pe
         assert by_id(other) is not index and by_id(other) == index
     with paths.one_look():
         assert by_id(tasks) is not index  # each look builds its own
+        first = by_id(tasks)
+        lists = [list(tasks) for _ in range(preconditions.BY_ID_KEPT)]
+        for each in lists:
+            by_id(each)
+        # Only the newest few are kept (a look over 30 runs kept every parsed run alive).
+        assert by_id(tasks) is not first
+        assert by_id(lists[-1]) is by_id(lists[-1])
