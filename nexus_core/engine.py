@@ -159,10 +159,10 @@ def definition_of(run: Run, task_id: str) -> TaskDefinition:
 
 def task_of(run: Run, task_id: object) -> Task:
     ident(task_id, "Task ID")
-    for task in run["tasks"]:
-        if task["id"] == task_id:
-            return task
-    raise fail(f"Unknown task: {task_id}")
+    task = by_id(run["tasks"]).get(task_id)
+    if task is None:
+        raise fail(f"Unknown task: {task_id}")
+    return cast(Task, task)
 
 
 def latest(task: Task) -> Attempt | None:
