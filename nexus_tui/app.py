@@ -404,9 +404,9 @@ class NexusApp(App[None]):
             self._labels_timer.stop()
             self._labels_timer = None
         waiting, self._labels_waiting = self._labels_waiting, set()
-        with contextlib.suppress(Exception):  # the tabs may be going away (shutdown)
-            tabs = self.query_one("#projects", TabbedContent)
-            for index in sorted(waiting):
+        for index in sorted(waiting):
+            with contextlib.suppress(Exception):  # the tab may be going away (shutdown)
+                tabs = self.query_one("#projects", TabbedContent)
                 tabs.get_tab(f"tab-{index}").label = plain_content(self.sessions[index].shown_label)
 
     @property
