@@ -20,7 +20,60 @@ from textual.widgets.data_table import CellType, ColumnKey, RowKey
 from .. import actions
 
 
-class KeyedTable(DataTable[Any]):
+class InPlaceCells(DataTable[Any]):
+    """A DataTable whose ``update_cell`` re-renders that cell and its row's lines only (the
+    overview's table is one too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Cells changed in place since the last render (see update_cell).
+        self._changed_cells: set[tuple[RowKey, ColumnKey]] = set()
+
+    def update_cell(
+        self, row_key: RowKey | str, column_key: ColumnKey | str, value: CellType, *, update_width: bool = False
+    ) -> None:
+        """A cell whose column keeps its width (an age ticking, a state changing) costs its row
+        only. DataTable's own update renders the whole table again: every cache of rendered
+        cells, rows and lines is keyed by one update count, so one changed age re-rendered every
+        visible line once a second, most of an idle dashboard's CPU. Here the value is stored,
+        the cell's rendering and its row's lines leave the caches just before the next render
+        (the row's other cells are reused), and only the row's region is refreshed. A wider
+        value (the column re-measured) takes DataTable's way."""
+        if update_width or not self.is_mounted:
+            super().update_cell(row_key, column_key, value, update_width=update_width)
+            return
+        row = row_key if isinstance(row_key, RowKey) else RowKey(row_key)
+        column = column_key if isinstance(column_key, ColumnKey) else ColumnKey(column_key)
+        if row not in self._row_locations or column not in self._column_locations:
+            super().update_cell(row, column, value)  # DataTable's refusal: CellDoesNotExist
+            return
+        self._data[row][column] = value
+        self._changed_cells.add((row, column))
+        self.refresh_row(self.get_row_index(row))
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._changed_cells:
+            self._forget_changed_cells()
+        return super().render_lines(crop)
+
+    def _forget_changed_cells(self) -> None:
+        """Drop what DataTable rendered of the changed cells and their rows' lines (one pass
+        over each cache for everything changed since the last render); the rest is reused."""
+        cells, self._changed_cells = self._changed_cells, set()
+        rows = {row for row, _ in cells}
+        indexes = {self._row_locations.get(row) for row in rows}
+        _forget(self._cell_render_cache, lambda key: key[:2] in cells)  # (row key, column key, styles..., count)
+        _forget(self._row_render_cache, lambda key: key[0] in rows)  # (row key, line, styles..., update count)
+        _forget(self._row_renderable_cache, lambda key: key[1] in indexes)  # (update count, row index)
+        # Lines are keyed by their y in the table (the header's lines first): the changed rows'
+        # only. Rebuilding every visible line from the row caches was half an idle second's
+        # work, once a second, for the few ages that ticked.
+        top = self.header_height if self.show_header else 0
+        lines = {top + y for y, (row, _) in enumerate(self._y_offsets) if row in rows}
+        _forget(self._line_cache, lambda key: key[0] in lines)  # (y, x1, x2, width, ...)
+
+
+class KeyedTable(InPlaceCells):
     # j/k, g/G, Home/End (the registry's TABLE entries): Home and End go to the first and last
     # row, not sideways (they replace DataTable's own, the subclass's binding wins per key).
     BINDINGS: ClassVar[list[Any]] = actions.bindings(screen=actions.TABLE)
@@ -33,8 +86,6 @@ class KeyedTable(DataTable[Any]):
         self._columns_spec = tuple(columns)
         # The cell objects the table holds, per row key (what sort() hands back).
         self.cells: dict[str, dict[str, Text]] = {}
-        # Cells changed in place since the last render (see update_cell).
-        self._changed_cells: set[tuple[RowKey, ColumnKey]] = set()
 
     class Scrolled(Message):
         """Other rows came into view (scrolled or resized): the owner redraws their ages, which
@@ -108,49 +159,6 @@ class KeyedTable(DataTable[Any]):
                 self.update_cell(key, column, cell, update_width=cell.cell_len > width)
                 old[column] = cell
         return False
-
-    def update_cell(
-        self, row_key: RowKey | str, column_key: ColumnKey | str, value: CellType, *, update_width: bool = False
-    ) -> None:
-        """A cell whose column keeps its width (an age ticking, a state changing) costs its row
-        only. DataTable's own update renders the whole table again: every cache of rendered
-        cells, rows and lines is keyed by one update count, so one changed age re-rendered every
-        visible line once a second, most of an idle dashboard's CPU. Here the value is stored,
-        the cell's rendering and its row's lines leave the caches just before the next render
-        (the row's other cells are reused), and only the row's region is refreshed. A wider
-        value (the column re-measured) takes DataTable's way."""
-        if update_width or not self.is_mounted:
-            super().update_cell(row_key, column_key, value, update_width=update_width)
-            return
-        row = row_key if isinstance(row_key, RowKey) else RowKey(row_key)
-        column = column_key if isinstance(column_key, ColumnKey) else ColumnKey(column_key)
-        if row not in self._row_locations or column not in self._column_locations:
-            super().update_cell(row, column, value)  # DataTable's refusal: CellDoesNotExist
-            return
-        self._data[row][column] = value
-        self._changed_cells.add((row, column))
-        self.refresh_row(self.get_row_index(row))
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        if self._changed_cells:
-            self._forget_changed_cells()
-        return super().render_lines(crop)
-
-    def _forget_changed_cells(self) -> None:
-        """Drop what DataTable rendered of the changed cells and their rows' lines (one pass
-        over each cache for everything changed since the last render); the rest is reused."""
-        cells, self._changed_cells = self._changed_cells, set()
-        rows = {row for row, _ in cells}
-        indexes = {self._row_locations.get(row) for row in rows}
-        _forget(self._cell_render_cache, lambda key: key[:2] in cells)  # (row key, column key, styles..., count)
-        _forget(self._row_render_cache, lambda key: key[0] in rows)  # (row key, line, styles..., update count)
-        _forget(self._row_renderable_cache, lambda key: key[1] in indexes)  # (update count, row index)
-        # Lines are keyed by their y in the table (the header's lines first): the changed rows'
-        # only. Rebuilding every visible line from the row caches was half an idle second's
-        # work, once a second, for the few ages that ticked.
-        top = self.header_height if self.show_header else 0
-        lines = {top + y for y, (row, _) in enumerate(self._y_offsets) if row in rows}
-        _forget(self._line_cache, lambda key: key[0] in lines)  # (y, x1, x2, width, ...)
 
     def sort_rows(self, value_of: Callable[[str], Any], reverse: bool = False) -> None:
         """Order the rows by ``value_of(row key)``."""

@@ -7,7 +7,6 @@ calls :meth:`OverviewPane.show`); nothing here reads the disk.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from rich.text import Text
 from textual import events, on
@@ -18,6 +17,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
 from ..logic.discovery import ProjectSummary, order
+from .keyed_table import InPlaceCells
 from .plain import plain
 from .styles import Styles, styles_of
 
@@ -75,7 +75,7 @@ def summary_cells(label: str, summary: ProjectSummary | None, styles: Styles) ->
     }
 
 
-class OverviewTable(DataTable[Any]):
+class OverviewTable(InPlaceCells):
     """The overview's table; knows whether the operator has chosen a row (keys or mouse)."""
 
     chosen = False
@@ -132,6 +132,7 @@ class OverviewPane(Vertical):
         self._waiting: dict[int, ProjectSummary] = {}
         self._redraw_timer: Timer | None = None
         self._redrawn_at = 0.0
+        self._unsorted = False  # rows shown out of urgency order (while loading)
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), classes="overview-title", id="overview-title")
@@ -174,38 +175,41 @@ class OverviewPane(Vertical):
     def show(self, index: int, summary: ProjectSummary, soon: bool = False) -> None:
         """Project ``index`` now stands as ``summary`` (a no-op when nothing changed).
 
-        ``soon``: the redraw may wait up to ``COALESCE_SECONDS`` for other projects' rows (a
-        first load: each redraw renders every visible row again, re-sorted, and fifty of them
-        one by one were a third of a --discover start's time on the UI thread)."""
+        ``soon`` (a first load): the redraw may wait up to ``COALESCE_SECONDS`` for other
+        projects' rows, and the rows keep their places until ``flush(sort=True)``. A re-sort
+        renders every visible row again (each cell's style carries its row index); fifty of
+        them one by one were a third of a --discover start's time on the UI thread."""
         if index not in self._waiting and self.summaries.get(index) == summary:
             return
         self._waiting[index] = summary
+        self._unsorted |= soon
         wait = self._redrawn_at + COALESCE_SECONDS - time.monotonic() if soon else 0.0
         if wait <= 0:
-            self.flush()
+            self.flush(sort=not soon)
         elif self._redraw_timer is None:
-            self._redraw_timer = self.set_timer(wait, self.flush)
+            self._redraw_timer = self.set_timer(wait, lambda: self.flush(sort=False))
 
-    def flush(self) -> None:
-        """Show every summary still waiting (one redraw)."""
+    def flush(self, sort: bool = True) -> None:
+        """Show every summary still waiting (one redraw); ``sort``: the rows in urgency order."""
         if self._redraw_timer is not None:
             self._redraw_timer.stop()
             self._redraw_timer = None
         waiting, self._waiting = self._waiting, {}
         changed = {index for index, summary in waiting.items() if self.summaries.get(index) != summary}
-        if not changed:
+        if not changed and not (sort and self._unsorted):
             return
         self.summaries.update(waiting)
-        self._redraw(changed=changed)
+        self._redraw(changed=changed, sort=sort)
+        self._unsorted &= not sort
         self._redrawn_at = time.monotonic()
 
     def _sorted(self) -> list[int]:
         ranked = order(self.summaries, self.labels)
         return ranked + sorted((i for i in self.labels if i not in self.summaries), key=lambda i: self.labels[i])
 
-    def _redraw(self, changed: set[int] | None = None) -> None:
+    def _redraw(self, changed: set[int] | None = None, sort: bool = True) -> None:
         table = self.table
-        wanted = self._sorted()
+        wanted = self._sorted() if sort or len(self._order) != len(self.labels) else list(self._order)
         if changed is not None and len(wanted) == len(self._order):
             # The same rows: the changed rows' cells, then (if the urgency order moved) a sort,
             # never a rebuild (with a thousand projects, rebuilds made the load quadratic).
