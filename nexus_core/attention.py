@@ -290,8 +290,11 @@ def watch(
     executor: Executor | None = None,
     force_polling: bool = False,
     wakes: Iterator[str] | None = None,
+    interrupted: Callable[[], bool] = lambda: False,
 ) -> NoReturn:
-    """Print need-opened / need-closed lines until interrupted (KeyboardInterrupt, SystemExit)."""
+    """Print need-opened / need-closed lines until interrupted (KeyboardInterrupt, SystemExit;
+    ``interrupted()`` is asked at each wake: an interrupt raised by a signal handler is lost
+    when it lands in a weakref callback, such as the import system's, and is only printed)."""
     from .state.store import BASE
     from .supervise.events import json_line
 
@@ -315,6 +318,8 @@ def watch(
     wakes = wakes if wakes is not None else _wakes(state_dirs, force_polling)
     last = time.monotonic()
     for wake in wakes:
+        if interrupted():
+            raise KeyboardInterrupt
         if wake != "watch" and time.monotonic() - last < FULL_LOOK_SECONDS:
             continue
         last = time.monotonic()
@@ -457,19 +462,22 @@ def _watch(projects: Projects, command: str | None, timeout: float, force_pollin
         executor = Executor(argv, timeout, log)
 
     terminated = False
+    signalled = False
 
     def on_signal(number: int, _frame: FrameType | None) -> None:
         # Raised as an interrupt: watchfiles turns whatever a signal handler raises while it
         # waits into KeyboardInterrupt, so the flag says which signal it was. SIGINT has its own
         # handler too, as loop's: a watch started from a script's background job inherits SIGINT
-        # ignored, and Ctrl+C or kill -INT must still stop it.
-        nonlocal terminated
-        terminated = number == signal.SIGTERM
+        # ignored, and Ctrl+C or kill -INT must still stop it. An interrupt raised inside a
+        # weakref callback is lost (seen: the import of watchfiles as the watch starts): the
+        # watch asks ``signalled`` at each wake as well.
+        nonlocal terminated, signalled
+        terminated, signalled = number == signal.SIGTERM, True
         raise KeyboardInterrupt
 
     previous = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        watch(projects, _out, log, executor, force_polling)
+        watch(projects, _out, log, executor, force_polling, interrupted=lambda: signalled)
     except KeyboardInterrupt:
         if terminated:
             _err("nexus attention: terminated (SIGTERM); nothing was changed.\n")

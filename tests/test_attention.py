@@ -345,3 +345,25 @@ def test_watch_stops_on_sigint_even_when_started_with_sigint_ignored(tmp_path: P
         process.kill()
     assert process.returncode == 130
     assert err.startswith("nexus attention: interrupted")
+
+
+def test_watch_stops_at_the_next_wake_when_a_signal_s_interrupt_was_lost(tmp_path: Path) -> None:
+    """A signal handler's KeyboardInterrupt raised inside a weakref callback (the import system's,
+    as the watch imports watchfiles) is printed and lost: the watch also asks, at each wake,
+    whether a signal came (a loaded test run once watched on for 30 s after kill -INT)."""
+    from nexus_core.attention import Projects, watch
+
+    root = make_project(tmp_path)
+    lines: list[str] = []
+    signalled = False
+
+    def wakes() -> Any:
+        nonlocal signalled
+        yield "watch"
+        signalled = True  # the handler ran; its interrupt went nowhere
+        yield "tick"
+        raise AssertionError("the watch looked again after the signal")
+
+    with pytest.raises(KeyboardInterrupt):
+        watch(Projects([str(root)]), lines.append, lines.append, wakes=wakes(), interrupted=lambda: signalled)
+    assert json.loads(lines[0])["type"] == "watch-started"
