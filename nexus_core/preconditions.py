@@ -32,11 +32,11 @@ def by_id(value: object, *, last: bool = False) -> dict[object, JsonObject]:
     """The records of the list ``value`` by their ``id``: the first of an id, as a scan finds it,
     or with ``last`` the last, as a dict built from them keeps it. Within a look, built once per
     list (a 200-task run asked it for each of its tasks: quadratic)."""
-    look = look_memo()
+    memo = look_memo()
     kept = (
-        cast(dict[tuple[int, bool], tuple[object, dict[object, JsonObject]]], look.setdefault("by_id", {}))
-        if look is not None
-        else None
+        None
+        if memo is None
+        else cast(dict[tuple[int, bool], tuple[object, dict[object, JsonObject]]], memo.setdefault("by_id", {}))
     )
     key = (id(value), last)
     if kept is not None:

@@ -10,10 +10,12 @@ import stat
 import sys
 import time
 from collections.abc import Iterator
+from typing import cast
 
 from .errors import ENGINE_PREFIX, NexusError, fail
 from .paths import (
     directory_at,
+    look_memo,
     one_look,
     open_directory,
     open_directory_at,
@@ -61,12 +63,10 @@ class _Budget:
 _observed: contextvars.ContextVar[dict[tuple[int, ...], str] | None] = contextvars.ContextVar(
     "nexus_observed_hashes", default=None
 )
-# One look's protected-resource answers (``protected_snapshot``), by what the answer depends on:
-# the tasks of a project's runs mostly protect the same files and run the same executables.
+# One look's protected-resource answers (``protected_snapshot``, kept in the look's memo), by
+# what the answer depends on: the tasks of a project's runs mostly protect the same files and
+# run the same executables.
 _ProtectedKey = tuple[object, ...]
-_look: contextvars.ContextVar[dict[_ProtectedKey, dict[str, str | None] | NexusError] | None] = contextvars.ContextVar(
-    "nexus_look_protected", default=None
-)
 
 
 @contextlib.contextmanager
@@ -81,12 +81,10 @@ def observational_hashes(cache: dict[tuple[int, ...], str]) -> Iterator[None]:
     by the next look, as if the look had been a moment earlier), and the directories walked are
     opened and checked once (``paths.one_look``)."""
     token = _observed.set(cache)
-    look_token = _look.set({})
     try:
         with one_look():
             yield
     finally:
-        _look.reset(look_token)
         _observed.reset(token)
 
 
@@ -386,9 +384,10 @@ def executable(command: object) -> dict[str, str]:
 
 
 def protected_snapshot(root: str, definition: TaskDefinition) -> dict[str, str | None]:
-    look = _look.get()
-    if look is None:
+    memo = look_memo()
+    if memo is None:
         return _protected_snapshot(root, definition)
+    look = cast(dict[_ProtectedKey, dict[str, str | None] | NexusError], memo.setdefault("protected", {}))
     key = _protected_key(root, definition)
     answer = look.get(key)
     if answer is None:
