@@ -26,6 +26,7 @@ from .job_mark import job_mark, with_mark
 from .keyed_table import KeyedTable
 from .plain import plain
 from .run_cells import RUN_COLUMNS, run_cells, run_columns, run_sort_value
+from .shown import update_changed
 from .status_bar import StatusBar
 from .styles import GLYPH, Styles, styles_of
 from .task_cells import TASK_COLUMNS, task_cells, task_columns, task_sort_value
@@ -296,7 +297,7 @@ class ProjectPane(Vertical):
         title = f"Runs ({len(self.session.snapshot.runs)})"
         if self.session.run_sort[0]:
             title += f" sorted by {self.session.run_sort[0]}{' ↓' if self.session.run_sort[1] else ''}"
-        self.query_one(f"#runs-title-{self.index}", Static).update(Text(title, style="bold"))
+        update_changed(self.query_one(f"#runs-title-{self.index}", Static), Text(title, style="bold"))
 
     def _sync_tasks(self, now: int, retime: bool = False) -> None:
         """``retime`` (the 1 s tick): recompute the age cells of unchanged rows too."""
@@ -356,7 +357,7 @@ class ProjectPane(Vertical):
             title.append(
                 f"  sorted by {self.session.task_sort[0]}{' ↓' if self.session.task_sort[1] else ''}", style="dim"
             )
-        self.query_one(f"#tasks-title-{self.index}", Static).update(title)
+        update_changed(self.query_one(f"#tasks-title-{self.index}", Static), title)
 
     def sync_job_marks(self, now: int) -> None:
         """A job of this session started or ended: re-put only the rows whose mark changed (the
@@ -386,7 +387,7 @@ class ProjectPane(Vertical):
         widget = self.query_one(f"#filter-problem-{self.index}", Static)
         if problem != self._filter_problem:
             self._filter_problem = problem
-            widget.update(plain(problem or "", styles_of(self.app).themed("$warning")))
+            update_changed(widget, plain(problem or "", styles_of(self.app).themed("$warning")))
             widget.display = problem is not None
 
     def _sync_detail(self, now: int, times_only: bool = False) -> None:

@@ -15,6 +15,7 @@ from nexus_core.timeutil import age_text
 from ..logic.model import LockView, ProjectSnapshot
 from ..logic.session import ProjectSession
 from .plain import plain
+from .shown import update_changed
 from .styles import Styles, styles_of
 
 
@@ -32,7 +33,8 @@ class StatusBar(Static):
         connection = None
         if remote is not None:
             connection = (remote.status_words(), remote.status.state == "connected")
-        self.update(
+        update_changed(
+            self,
             status_text(
                 session.snapshot,
                 now,
@@ -43,7 +45,7 @@ class StatusBar(Static):
                 pending=session.pending is not None,
                 narrow=self.narrow,
                 connection=connection,
-            )
+            ),
         )
 
 

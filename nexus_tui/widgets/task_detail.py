@@ -19,6 +19,7 @@ from ..logic.model import RunView
 from ..logic.session import ProjectSession
 from .attempt_tree import Node, attempt_node
 from .detail_text import run_header, task_header, verification_text
+from .shown import update_changed
 from .styles import Styles, styles_of
 
 
@@ -76,23 +77,23 @@ class TaskDetail(VerticalScroll):
         if snapshot is None:
             return
         if view is None:
-            head.update(Text("No run in this project yet." if not snapshot.error else "", style="dim"))
+            update_changed(head, Text("No run in this project yet." if not snapshot.error else "", style="dim"))
             tree.clear()
-            verification.update("")
+            update_changed(verification, "")
             self._shown = None
             return
         styles = styles_of(self.app)
         detail = task_detail(view, session.task_id, now, styles) if session.task_id else None
         if detail is None:
-            head.update(run_header(view, snapshot, now, styles, display_path))
+            update_changed(head, run_header(view, snapshot, now, styles, display_path))
             if self._shown is not None:
                 tree.clear()
-            verification.update("")
+            update_changed(verification, "")
             self._shown = None
             return
         header, nodes, verification_body = detail
-        head.update(run_header(view, snapshot, now, styles, display_path) + header if view.error else header)
-        verification.update(verification_body)
+        update_changed(head, run_header(view, snapshot, now, styles, display_path) + header if view.error else header)
+        update_changed(verification, verification_body)
         key = (view.run_id, session.task_id, id(view.inspection))
         if times_only and key == self._shown:
             return
