@@ -56,6 +56,21 @@ def test_a_same_size_edit_with_its_mtime_set_back_is_caught_up(two_runs: tuple[P
     assert scanner.scopes_changed(["r1", "r2"]) == {"r1"}  # within the slack of its new look
 
 
+def test_a_protected_resource_outside_every_scope_is_looked_at_too(two_runs: tuple[Path, ProjectScanner]) -> None:
+    """The safety pass's look: a protected resource (checks/check.sh, in no task's scope, so no
+    watcher of scopes sees it) edited in place, same size, its mtime set back."""
+    root, scanner = two_runs
+    resource = root / "checks" / "check.sh"
+    before = resource.stat()
+    text = resource.read_bytes()
+    resource.write_bytes(text[:-1] + (b"#" if text[-1:] != b"#" else b" "))
+    os.utime(resource, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert scanner.scopes_changed(["r1", "r2"]) == {"r1", "r2"}
+    snapshot = scanner.scan(everything=True)
+    assert all(view.rows[0].stale or view.needs for view in snapshot.runs)
+    assert inspect_run(str(root), "r1")["observations"][0]["stale"] is True
+
+
 @pytest.mark.parametrize("change", ["add a file deep down", "remove a file", "remove the scope"])
 def test_entries_added_or_removed_are_caught_up(two_runs: tuple[Path, ProjectScanner], change: str) -> None:
     root, scanner = two_runs

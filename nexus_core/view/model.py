@@ -140,6 +140,9 @@ class RunView:
     error: str | None = None
     # Scopes of tasks with passed or accepted evidence: their edits change "stale".
     evidence_scopes: tuple[str, ...] = ()
+    # The artifacts and protected resources of those tasks (inside their scopes or not): their
+    # edits change "stale" too; the safety pass looks at their status (scopes_changed).
+    evidence_files: tuple[str, ...] = ()
     # When the clock may change what this view says (needs.clock_due): EVERY_LOOK, a moment, or
     # None when only the run's files can.
     clock_due_ms: int | None = None
@@ -302,12 +305,16 @@ def build_view(
         counts[row.state] = counts.get(row.state, 0) + 1
     definitions = {d.get("id"): d for d in inspection["plan"]["tasks"]}
     scopes: list[str] = []
+    files: list[str] = []
     for task in inspection["tasks"]:
         attempt = task["attempts"][-1] if task["attempts"] else None
         if attempt is None:
             continue
         if task["integration"] == "accepted" or attempt["verification"].get("status") == "passed":
-            scopes.extend((definitions.get(task["id"]) or {}).get("scope") or ())
+            definition = definitions.get(task["id"]) or {}
+            scopes.extend(definition.get("scope") or ())
+            files.extend(definition.get("artifacts") or ())
+            files.extend(definition.get("resourceHashes") or ())
     return RunView(
         run_id=run_id,
         state_path=run_path(run_id),
@@ -320,6 +327,7 @@ def build_view(
         objective_count=len(rows),
         inspection=inspection if keep_inspection else None,
         evidence_scopes=tuple(dict.fromkeys(scopes)),
+        evidence_files=tuple(dict.fromkeys(files)),
         clock_due_ms=needs.clock_due(inspection["tasks"], moment),
         observations=tuple(inspection.get("observations") or ()),
         needs=run_needs,
@@ -546,9 +554,13 @@ def _dependents(run: Run, changed: set[str]) -> set[str]:
     return result
 
 
-# A periodic safety-net pass re-inspects runs round-robin within this budget, so a large
-# project never pins a core; the watcher covers run files and evidence scopes immediately.
-SAFETY_BUDGET_SECONDS = 0.15
+# A periodic safety-net pass looks at the status of every run's evidence paths (what a missed
+# watcher event left unseen: scopes_changed), and re-inspects runs in full round-robin within
+# this budget per pass, kept as credit for a run that costs more than one pass's (what only a
+# full inspection sees: an executable outside the project replaced, a check's directory gone).
+# The watcher covers run files and evidence scopes immediately. 0.15 s per pass, as before,
+# was half the CPU of an idle --discover over 46 projects.
+SAFETY_BUDGET_SECONDS = 0.01
 PUBLISH_EVERY_SECONDS = 0.25
 
 
@@ -571,6 +583,7 @@ class ProjectScanner:
         self._views: dict[str, RunView] = {}
         self._hashes: dict[tuple[int, ...], str] = {}
         self._safety_cursor = 0
+        self._safety_credit = 0.0
 
     def _resolve_root(self) -> str:
         if self.root is None:
@@ -578,8 +591,8 @@ class ProjectScanner:
         return self.root
 
     def scopes_changed(self, run_ids: list[str]) -> set[str]:
-        """The runs (of ``run_ids``) with an evidence scope changed since their last full
-        inspection began, or never fully inspected."""
+        """The runs (of ``run_ids``) with an evidence scope, artifact or protected resource
+        changed since their last full inspection began, or never fully inspected."""
         if self.root is None:
             return set(run_ids)
         changed = set()
@@ -589,7 +602,8 @@ class ProjectScanner:
                 changed.add(run_id)
                 continue
             since = memo.inspected_ns - CHANGE_SLACK_NS
-            if any(changed_since(os.path.join(self.root, scope), since) for scope in view.evidence_scopes):
+            paths = (*view.evidence_scopes, *view.evidence_files)
+            if any(changed_since(os.path.join(self.root, path), since) for path in paths):
                 changed.add(run_id)
         return changed
 
@@ -606,8 +620,9 @@ class ProjectScanner:
         catch_up: bool = False,
     ) -> ProjectSnapshot:
         """One pass: re-stat every run file; reload those whose bytes changed and re-observe
-        their changed tasks; fully re-inspect ``reinspect`` (run ids) and, with ``everything``,
-        a round-robin share of the others; refresh the clock-derived flags of the rest.
+        their changed tasks; fully re-inspect ``reinspect`` (run ids) and, with ``everything`` (the
+        safety pass), the runs whose evidence paths changed and a round-robin share of the others;
+        refresh the clock-derived flags of the rest.
         ``catch_up``: also fully re-inspect the runs with an evidence scope changed since their
         last full inspection began (what a watcher just started on those scopes missed).
         ``publish`` receives partial snapshots while a long first load goes on."""
@@ -630,7 +645,7 @@ class ProjectScanner:
         focus = self.focus if self.focus in run_ids else (run_ids[0] if run_ids else None)
         forced = set(reinspect or ())
         if everything:
-            forced |= self._safety_share(run_ids)
+            forced |= self._safety_share(run_ids) | self.scopes_changed(run_ids)
         if catch_up:
             forced |= self.scopes_changed(run_ids)
         changed: set[str] = set()
@@ -705,12 +720,15 @@ class ProjectScanner:
         return found
 
     def _safety_share(self, run_ids: list[str]) -> set[str]:
-        """Runs to re-inspect in full on this periodic pass, round-robin, within a time budget
-        estimated from the last full inspections."""
+        """Runs to re-inspect in full on this periodic pass, round-robin, within the pass's time
+        budget plus what earlier passes left (a run costlier than one pass's budget is taken
+        once enough is left), estimated from the last full inspection."""
         if not run_ids:
             return set()
         per_run = max(getattr(self, "_seconds_per_inspection", 0.01), 0.001)
-        count = max(1, min(len(run_ids), int(SAFETY_BUDGET_SECONDS / per_run)))
+        self._safety_credit = min(self._safety_credit + SAFETY_BUDGET_SECONDS, max(SAFETY_BUDGET_SECONDS, per_run))
+        count = min(len(run_ids), int(self._safety_credit / per_run + 1e-9))
+        self._safety_credit -= count * per_run
         share = {run_ids[(self._safety_cursor + i) % len(run_ids)] for i in range(count)}
         self._safety_cursor = (self._safety_cursor + count) % len(run_ids)
         return share
