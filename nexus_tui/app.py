@@ -919,7 +919,11 @@ class NexusApp(App[None]):
         self.notify("Following live updates." if self.following else "Paused: the view is frozen.", timeout=2)
 
     def action_refresh(self) -> None:
-        self.request_scan(everything=True)
+        # Every run of every project is inspected again in full (the periodic safety pass
+        # re-inspects only a budgeted share of them).
+        for session in self.sessions:
+            runs = [view.run_id for view in session.snapshot.runs] if session.snapshot is not None else []
+            self.request_scan(session.index, everything=True, runs=runs)
         self.remote_tabs.rescan(self.pane.index)
 
     def action_focus_next_pane(self) -> None:

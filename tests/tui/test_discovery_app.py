@@ -106,6 +106,22 @@ async def test_a_project_created_later_gets_a_tab_and_a_row(tmp_path: Path) -> N
         assert app.directories == [late, second]
 
 
+async def test_r_walks_the_tree_again_at_once(tmp_path: Path) -> None:
+    """The walk's own pace is slow here (once a minute, as a large tree's walk is kept to a
+    small share of a core); r does not wait for it."""
+    first = small_project(tmp_path / "a")
+    app = discover_app(tmp_path, rediscover_seconds=60)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        assert app.directories == [first]
+        later = small_project(tmp_path / "b")
+        await pilot.pause(0.5)
+        assert app.directories == [first] and app.discovery_passes == 0
+        await pilot.press("r")
+        await eventually(pilot, lambda: app.directories == [first, later], timeout=5)
+        assert app.discovery_passes == 1
+
+
 async def test_rows_follow_changes_with_one_watcher_for_every_project(tmp_path: Path) -> None:
     projects = {name: small_project(tmp_path / name) for name in ("a", "b")}
     app = discover_app(tmp_path, watch=True)
