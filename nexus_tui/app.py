@@ -50,6 +50,7 @@ from .screens.inbox import Entry, InboxScreen
 from .screens.jobs import JobsScreen
 from .screens.quit import QuitScreen
 from .serve_pages import PAGE_TITLE_META
+from .watching import watched_changes
 from .widgets.action_log import ActionLogPanel
 from .widgets.demo_progress import DemoProgress
 from .widgets.footer import FittingFooter
@@ -61,7 +62,6 @@ SAFETY_RESCAN_SECONDS = 5.0
 POLL_RESCAN_SECONDS = 1.0
 WATCH_DEBOUNCE_MS = 50
 WATCH_STEP_MS = 10
-WATCH_ARMED_MS = 300
 MAX_WATCHED_SCOPES = 1000
 # Path changes of several projects (a --discover start) are taken together: one new watcher.
 REWATCH_COALESCE_SECONDS = 0.1
@@ -604,8 +604,6 @@ class NexusApp(App[None]):
     async def _watch(
         self, wanted: dict[int, tuple[str, ...]], newly: set[int], stop: asyncio.Event, replaces: bool
     ) -> None:
-        from watchfiles import awatch
-
         if not wanted:
             if replaces:
                 self._retire(stop)
@@ -619,16 +617,8 @@ class NexusApp(App[None]):
                 owners.setdefault(path.rstrip("/") or "/", set()).add(index)
         armed = False
         try:
-            async for changes in awatch(
-                *sorted(owners),
-                watch_filter=_ignore_temp_files,
-                debounce=WATCH_DEBOUNCE_MS,
-                step=WATCH_STEP_MS,
-                stop_event=stop,
-                recursive=True,
-                ignore_permission_denied=True,
-                rust_timeout=WATCH_ARMED_MS,
-                yield_on_timeout=True,
+            async for changes in watched_changes(
+                sorted(owners), stop=stop, debounce_ms=WATCH_DEBOUNCE_MS, step_ms=WATCH_STEP_MS, keep=_not_a_temp_file
             ):
                 if not armed:
                     # Live now: the older watchers may stop, and the projects first watched
@@ -641,7 +631,7 @@ class NexusApp(App[None]):
                     for index in sorted(newly):
                         self.request_scan(index, catch_up=True)
                 if changes:
-                    self._on_changes(owners, {path for _, path in changes})
+                    self._on_changes(owners, changes)
             self._watch_failures = 0
             if stop in self._watchers:
                 self._watchers.remove(stop)
@@ -1031,5 +1021,5 @@ def _owners_of(owners: dict[str, set[int]], path: str) -> set[int]:
         path = parent
 
 
-def _ignore_temp_files(change: Any, path: str) -> bool:
+def _not_a_temp_file(path: str) -> bool:
     return not path.endswith(".tmp")

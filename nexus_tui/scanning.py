@@ -122,6 +122,6 @@ def undecodable_path_changed(error: BaseException) -> bool:
     the caller rescans and starts watching again at once, without the back-off of a failure."""
     from watchfiles._rust_notify import WatchfilesRustInternalError
 
-    if isinstance(error, BaseExceptionGroup):  # awatch runs the watcher in an anyio task group
+    if isinstance(error, BaseExceptionGroup):  # as watchfiles' awatch raises it, in an anyio task group
         return bool(error.exceptions) and all(undecodable_path_changed(inner) for inner in error.exceptions)
     return isinstance(error, WatchfilesRustInternalError) and str(error).startswith("Unable to decode path")
