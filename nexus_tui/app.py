@@ -137,6 +137,7 @@ class NexusApp(App[None]):
         self._watch_failed = False
         self._watch_failures = 0  # in a row (the back-off doubles)
         self._watchers: list[asyncio.Event] = []  # the stop events of the live watchers, oldest first
+        self._composed_panes: list[ProjectPane] = []  # one per session, in order (compose)
         self._merging: asyncio.Event | None = None  # the watcher over everything not armed yet
         self.loaded = asyncio.Event()
         # Tab labels changed since shown; while loading (labels_wait_while_loading: --discover's
@@ -176,6 +177,7 @@ class NexusApp(App[None]):
                 with TabPane(plain_content(session.label), id=f"tab-{session.index}"):
                     pane = ProjectPane(session, display_path=self.display_path, jobs=self.jobs)
                     pane.following, pane.read_only = self.following, self.read_only
+                    self._composed_panes.append(pane)
                     yield pane
         yield FittingFooter()
 
@@ -227,7 +229,9 @@ class NexusApp(App[None]):
 
     @property
     def panes(self) -> list[ProjectPane]:
-        return list(self.query(ProjectPane))
+        # Kept from compose, not queried: the 1 s tick asks it, and a DOM query each second was
+        # a tenth of an idle demo's UI thread.
+        return list(self._composed_panes)
 
     @property
     def pane(self) -> ProjectPane:
