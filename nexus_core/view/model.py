@@ -140,8 +140,9 @@ class RunView:
     error: str | None = None
     # Scopes of tasks with passed or accepted evidence: their edits change "stale".
     evidence_scopes: tuple[str, ...] = ()
-    # The artifacts and protected resources of those tasks (inside their scopes or not): their
-    # edits change "stale" too; the safety pass looks at their status (scopes_changed).
+    # The artifacts of those tasks and the protected resources of every task (inside a scope or
+    # not): their edits change what the run says too; the safety pass looks at their status
+    # (scopes_changed).
     evidence_files: tuple[str, ...] = ()
     # When the clock may change what this view says (needs.clock_due): EVERY_LOOK, a moment, or
     # None when only the run's files can.
@@ -314,7 +315,8 @@ def build_view(
             definition = definitions.get(task["id"]) or {}
             scopes.extend(definition.get("scope") or ())
             files.extend(definition.get("artifacts") or ())
-            files.extend(definition.get("resourceHashes") or ())
+    for definition in definitions.values():  # a protected resource changed bars any task, verified or not
+        files.extend(definition.get("resourceHashes") or ())
     return RunView(
         run_id=run_id,
         state_path=run_path(run_id),
