@@ -647,8 +647,8 @@ class ProjectScanner:
         focus = self.focus if self.focus in run_ids else (run_ids[0] if run_ids else None)
         forced = set(reinspect or ())
         if everything:
-            forced |= self._safety_share(run_ids) | self.scopes_changed(run_ids)
-        if catch_up:
+            forced |= self._safety_share(run_ids)
+        if everything or catch_up:  # one status walk, whichever asked it
             forced |= self.scopes_changed(run_ids)
         changed: set[str] = set()
         for gone in set(self._views) - set(run_ids):
