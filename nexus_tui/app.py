@@ -668,7 +668,9 @@ class NexusApp(App[None]):
     def _on_changes(self, owners: dict[str, set[int]], paths: set[str]) -> None:
         """Each project whose watched paths hold a changed path is rescanned (``owners``: the
         projects of each watched path): run files need no matching (every scan re-stats them);
-        scopes are looked up by prefix."""
+        scopes are looked up by prefix. A watched path itself reported (the watcher lost events
+        to an overflow, or the path moved or went): what changed under it is unknown, so the
+        project catches up (the runs whose scopes changed since their last inspection)."""
         changed: dict[int, set[str]] = {}
         for path in paths:
             for index in _owners_of(owners, path):
@@ -676,7 +678,8 @@ class NexusApp(App[None]):
         for index, mine in changed.items():
             session = self.sessions[index]
             root = session.snapshot.root if session.snapshot else None
-            self.request_scan(index, runs=session.runs_touched(root or "", mine))
+            lost = not mine.isdisjoint(owners)
+            self.request_scan(index, runs=session.runs_touched(root or "", mine), catch_up=lost)
 
     # -- actions (the registry in actions.py binds keys to these)
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -1,12 +1,17 @@
-"""The dashboard's file watcher: watchfiles' Rust watcher (notify: inotify on Linux), driven
-without ``awatch``'s polling of the event loop.
+"""The dashboard's file watcher: our own inotify watcher on Linux (``inotify.py``), watchfiles'
+Rust watcher elsewhere (or where inotify cannot be had), either driven without polling the
+event loop.
 
-``awatch`` hands the Rust ``watch`` call to a worker thread with a timeout, and yields
-nothing on a timeout: to learn when the watcher was armed the dashboard asked a 300 ms timeout,
-so an idle dashboard woke its event loop three times a second for nothing (a third of the
-watcher's idle CPU), and every watcher was known armed only 300 ms after it was. Here the
-watcher is armed when its constructor returns (it adds every watch there), which is said at once
-(an empty batch); then each ``watch`` call waits without a timeout until changes or the stop.
+Why our own: watchfiles' Rust loop wakes every ``step_ms`` (10 ms) to take the GIL and ask for
+signals and the stop, so an idle dashboard's waiting thread cost about 0.5 % of a core doing
+nothing; and its constructor walks the tree holding the GIL, 0.3-0.8 s over the ~10,000 scope
+directories of a large project (the UI stalled once, right after the load). The inotify watcher
+waits in ``poll`` without a timeout (no wakeup while nothing changes) and arms in the waiting
+thread, whose walk releases the GIL at each system call.
+
+Either way the watcher says when it is armed (an empty batch, at once), then each ``wait``
+lasts without a timeout until changes or the stop (``awatch`` asked a 300 ms timeout to learn
+when it was armed, and woke the event loop three times a second for nothing).
 
 No logic here knows about widgets: the app consumes ``watched_changes``."""
 
@@ -14,11 +19,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import Any
+from functools import cache
+from typing import Any, Literal
+
+from . import inotify
 
 WAITING_THREAD_NAME = "nexus-watch"
+Backend = Literal["inotify", "watchfiles"]
+
+
+@cache
+def backend() -> Backend:
+    """The watcher this system gets, chosen once: inotify on Linux when it can be had."""
+    return "inotify" if sys.platform == "linux" and inotify.available() else "watchfiles"
 
 
 class _Stop:
@@ -32,7 +48,7 @@ class _Stop:
         return self.closed or self.stop.is_set()  # a plain read, safe from the waiting thread
 
 
-async def watched_changes(
+def watched_changes(
     paths: Sequence[str],
     *,
     stop: asyncio.Event,
@@ -42,7 +58,50 @@ async def watched_changes(
 ) -> AsyncGenerator[set[str], None]:
     """An empty set once every path is watched (recursively; a path missing or unreadable is
     left out), then each batch of changed paths that ``keep`` keeps, until ``stop`` is set.
-    Raises what the watcher raises (an undecodable name: ``scanning.undecodable_path_changed``)."""
+    Raises what the watcher raises (with watchfiles, an undecodable name:
+    ``scanning.undecodable_path_changed``; with inotify it is a path like any other, its
+    undecodable bytes escaped as ``os.fsdecode`` does)."""
+    changes = _inotify_changes if backend() == "inotify" else _rust_changes
+    return changes(paths, stop=stop, debounce_ms=debounce_ms, step_ms=step_ms, keep=keep)
+
+
+async def _inotify_changes(
+    paths: Sequence[str],
+    *,
+    stop: asyncio.Event,
+    debounce_ms: int,
+    step_ms: int,
+    keep: Callable[[str], bool],
+) -> AsyncGenerator[set[str], None]:
+    loop = asyncio.get_running_loop()
+    watcher = inotify.Watcher(paths)
+    # The stop wakes the waiting thread out of its poll (nothing there looks at it otherwise).
+    stopping = asyncio.ensure_future(stop.wait())
+    stopping.add_done_callback(lambda _: watcher.close())
+    try:
+        if not await _in_a_thread(loop, watcher.arm):
+            return  # stopped while arming
+        yield set()
+        while not stop.is_set():
+            changed = await _in_a_thread(loop, watcher.wait, debounce_ms, step_ms)
+            if changed is None:  # stopped
+                return
+            kept = {path for path in changed if keep(path)}
+            if kept:
+                yield kept
+    finally:
+        stopping.cancel()
+        watcher.close()  # a waiting thread is woken and closes the descriptors on its way out
+
+
+async def _rust_changes(
+    paths: Sequence[str],
+    *,
+    stop: asyncio.Event,
+    debounce_ms: int,
+    step_ms: int,
+    keep: Callable[[str], bool],
+) -> AsyncGenerator[set[str], None]:
     from watchfiles._rust_notify import RustNotify  # the Rust watcher awatch itself drives
 
     loop = asyncio.get_running_loop()
