@@ -28,6 +28,7 @@ from tui_actions_support import make_project, task_plan
 from nexus_core import engine, timeutil
 from nexus_core.schedule import core
 from nexus_core.timeutil import now_ms as time_ms
+from nexus_tui import watching
 from nexus_tui.logic.demo import DemoInfo
 from nexus_tui.screens.schedules import SchedulesScreen
 
@@ -84,10 +85,18 @@ async def test_editing_an_accepted_artifact_turns_the_task_stale(tmp_path: Path)
         assert cell(pane.runs, "example", "stale") == "1"
 
 
-async def test_a_file_with_a_non_utf8_name_is_seen_by_the_watcher_like_any_other(tmp_path: Path) -> None:
-    """watchfiles stops with an error on a path it cannot decode: the dashboard treats that as
-    a change in the watched scopes (rescan, watch again at once), never as a failure to back
-    off from (which left STALE to the restart 2 s later, or to the periodic rescan)."""
+@pytest.mark.parametrize("backend", ["inotify", "watchfiles"])
+async def test_a_file_with_a_non_utf8_name_is_seen_by_the_watcher_like_any_other(
+    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The inotify watcher reports such a name as any other path (its bytes escaped), which
+    the scopes' prefix lookup finds. watchfiles (where inotify cannot be had) stops with an
+    error on a path it cannot decode: the dashboard treats that as a change in the watched
+    scopes (rescan, watch again at once), never as a failure to back off from (which left
+    STALE to the restart 2 s later, or to the periodic rescan)."""
+    if backend == "inotify" and watching.backend() != "inotify":
+        pytest.skip("no inotify here")
+    monkeypatch.setattr(watching, "backend", lambda: backend)
     root = str(relocate("walkthrough", tmp_path))
     app = quiet_app([root], watch=True)  # no tick, no periodic rescan: only the watcher scans
     async with app.run_test(size=(140, 40)) as pilot:
