@@ -59,14 +59,19 @@ def _canonical_iso(text: str) -> datetime:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
-def duration_text(ms: int) -> str:
-    """A compact duration for people: 42s, 3m07s, 5h02m, 3d04h."""
+MINUTE_MS = 60_000
+HOUR_MS = 3_600_000
+
+
+def duration_text(ms: int, *, seconds_under: int = HOUR_MS) -> str:
+    """A compact duration for people: 42s, 3m07s, 5h02m, 3d04h. From ``seconds_under`` (ms) on,
+    minutes come without their seconds ("3m"); under a minute it is always seconds."""
     seconds = ms // 1000
     if seconds < 60:
         return f"{seconds}s"
     minutes = seconds // 60
     if minutes < 60:
-        return f"{minutes}m{seconds % 60:02d}s"
+        return f"{minutes}m{seconds % 60:02d}s" if ms < seconds_under else f"{minutes}m"
     hours = minutes // 60
     if hours < 48:
         return f"{hours}h{minutes % 60:02d}m"
@@ -78,21 +83,25 @@ def _parse_cached(text: str) -> int | None:
     return parse_iso_ms(text)  # a dashboard retimes every age cell each second
 
 
-def age_text_changes_at(iso: object, now: int) -> int | None:
-    """The first moment (ms) after ``now`` at which ``age_text(iso, ...)`` reads differently;
-    None if it never does ("—"). duration_text shows seconds under an hour, minutes under 48 h,
-    hours after: a redraw is due once per step, not every second."""
+def age_text_changes_at(iso: object, now: int, *, seconds_under: int = HOUR_MS) -> int | None:
+    """The first moment (ms) after ``now`` at which ``age_text(iso, ...)`` (with the same
+    ``seconds_under``) reads differently; None if it never does ("—"). A redraw is due once per
+    step shown (a second, a minute, an hour), not every second."""
     moment = _parse_cached(iso) if isinstance(iso, str) else None
     if moment is None:
         return None
     elapsed = max(0, now - moment)
-    step = 1000 if elapsed < 3_600_000 else 60_000 if elapsed < 48 * 3_600_000 else 3_600_000
+    if elapsed < MINUTE_MS or elapsed < min(seconds_under, HOUR_MS):
+        step = 1000
+    else:
+        step = MINUTE_MS if elapsed < 48 * HOUR_MS else HOUR_MS
     return moment + (elapsed // step + 1) * step
 
 
-def age_text(iso: object, now: int) -> str:
-    """How long before ``now`` (ms) the ISO time ``iso`` was, e.g. "3m07s ago"; "—" if none."""
+def age_text(iso: object, now: int, *, seconds_under: int = HOUR_MS) -> str:
+    """How long before ``now`` (ms) the ISO time ``iso`` was, e.g. "3m07s ago"; "—" if none.
+    ``seconds_under``: as for duration_text."""
     moment = _parse_cached(iso) if isinstance(iso, str) else None
     if moment is None:
         return "—"
-    return duration_text(max(0, now - moment)) + " ago"
+    return duration_text(max(0, now - moment), seconds_under=seconds_under) + " ago"

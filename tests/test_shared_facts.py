@@ -19,7 +19,7 @@ from nexus_core import hostinfo, supervise
 from nexus_core.errors import NexusError, message_of
 from nexus_core.hostinfo import owner_liveness, pid_liveness, usable_pid
 from nexus_core.supervise import Snapshot
-from nexus_core.timeutil import age_text, age_text_changes_at, duration_text, iso_from_ms, now_ms
+from nexus_core.timeutil import HOUR_MS, MINUTE_MS, age_text, age_text_changes_at, duration_text, iso_from_ms, now_ms
 
 HERE = hostinfo.hostname()
 
@@ -88,18 +88,43 @@ def test_durations_for_people() -> None:
     assert age_text(iso_from_ms(now - 61_000), now) == "1m01s ago"
     assert age_text(None, now) == "—" and age_text("not a time", now) == "—"
     assert age_text(iso_from_ms(now + 5_000), now) == "0s ago"  # a clock skew is never negative
+    # A table's ages: the seconds only under a minute.
+    assert [duration_text(ms, seconds_under=MINUTE_MS) for ms in (59_999, 60_000, 3_599_000, 3_600_000)] == [
+        "59s",
+        "1m",
+        "59m",
+        "1h00m",
+    ]
+    assert age_text(iso_from_ms(now - 61_000), now, seconds_under=MINUTE_MS) == "1m ago"
 
 
 def test_an_age_s_next_change_is_the_first_moment_its_text_differs() -> None:
     now = 1_000_000_000_000
     assert age_text_changes_at(None, now) is None
     # Seconds, the hour and 48-hour turns, hours, and a skewed clock (the moment ahead of now).
-    for elapsed in (0, 999, 59_500, 3_599_400, 3_600_000, 7_230_000, 48 * 3_600_000 - 1, 50 * 3_600_000, -5_000):
-        moment = iso_from_ms(now - elapsed)
-        changes = age_text_changes_at(moment, now)
-        assert changes is not None and changes > now
-        assert age_text(moment, changes - 1) == age_text(moment, now)
-        assert age_text(moment, changes) != age_text(moment, now)
+    elapsed_cases = (
+        0,
+        999,
+        59_500,
+        61_000,
+        3_599_400,
+        3_600_000,
+        7_230_000,
+        48 * 3_600_000 - 1,
+        50 * 3_600_000,
+        -5_000,
+    )
+    for seconds_under in (HOUR_MS, MINUTE_MS):  # the detail's ages, a table's
+        for elapsed in elapsed_cases:
+            moment = iso_from_ms(now - elapsed)
+            changes = age_text_changes_at(moment, now, seconds_under=seconds_under)
+            assert changes is not None and changes > now
+            before = age_text(moment, now, seconds_under=seconds_under)
+            assert age_text(moment, changes - 1, seconds_under=seconds_under) == before
+            assert age_text(moment, changes, seconds_under=seconds_under) != before
+    # A table's age past its first minute changes once a minute, not every second.
+    moment = iso_from_ms(now - 61_000)
+    assert age_text_changes_at(moment, now, seconds_under=MINUTE_MS) == now + 59_000
 
 
 # ----------------------------------------------------------------- supervise judges owners by owner_liveness

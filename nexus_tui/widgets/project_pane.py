@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input, OptionList, Static, Tree
 from textual.widgets.option_list import Option
 
 from nexus_core.terminal import terminal_safe
-from nexus_core.timeutil import age_text_changes_at, now_ms
+from nexus_core.timeutil import now_ms
 
 from .. import actions
 from ..logic.jobs import Jobs
@@ -22,6 +22,7 @@ from ..logic.model import ProjectSnapshot, RunView, TaskRow
 from ..logic.navigation import Found, search_runs
 from ..logic.selection import Selection, parse_filter, row_matches
 from ..logic.session import ProjectSession
+from .ages import table_age_changes_at
 from .job_mark import job_mark, with_mark
 from .keyed_table import KeyedTable
 from .plain import plain
@@ -280,7 +281,7 @@ class ProjectPane(Vertical):
             ):
                 continue
             self._run_views[key] = view
-            self._run_due[key] = age_text_changes_at(view.updated_at, now) or NEVER
+            self._run_due[key] = table_age_changes_at(view.updated_at, now) or NEVER
             added |= table.put(key, run_cells(view, self.session.snapshot, now, styles, self.compact))
         if added or self.session.run_sort[0]:
             order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
@@ -333,7 +334,7 @@ class ProjectPane(Vertical):
             added |= table.put(key, cells)
             self._task_rows[key] = row
             self._task_marks[key] = mark
-            self._task_due[key] = age_text_changes_at(row.last_observed, now) or NEVER
+            self._task_due[key] = table_age_changes_at(row.last_observed, now) or NEVER
         if added or self.session.task_sort[0]:
             plan_index = {row.task_id: i for i, row in enumerate(rows)}
             column, reverse = self.session.task_sort

@@ -6,9 +6,10 @@ from typing import Any
 
 from rich.text import Text
 
-from nexus_core.timeutil import age_text, parse_iso_ms
+from nexus_core.timeutil import parse_iso_ms
 
 from ..logic.model import ATTENTION, ProjectSnapshot, RunView
+from .ages import table_age
 from .plain import plain
 from .styles import GLYPH, OWNER_GONE_GLYPH, OWNER_GONE_STYLE, Styles
 
@@ -113,7 +114,7 @@ def run_cells(
         "load": plain("⚠ " + view.error, alarm, one_line=True)
         if view.error
         else Text("ok", style=styles.themed("$success")),
-        "updated": Text(age_text(view.updated_at, now).removesuffix(" ago"), style="dim"),
+        "updated": Text(table_age(view.updated_at, now), style="dim"),
     }
 
 

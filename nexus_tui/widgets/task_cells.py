@@ -7,9 +7,10 @@ from typing import Any
 from rich.text import Text
 
 from nexus_core import needs
-from nexus_core.timeutil import age_text, parse_iso_ms
+from nexus_core.timeutil import parse_iso_ms
 
 from ..logic.model import NOT_STARTED, TaskRow
+from .ages import table_age
 from .plain import plain
 from .styles import GLYPH, OWNER_GONE_GLYPH, OWNER_GONE_STYLE, VALUE_GLYPH, Styles, value_cell
 
@@ -84,7 +85,7 @@ def task_cells(row: TaskRow, now: int, styles: Styles, compact: bool = False) ->
         ),
         "stale": flag_cell(row.stale, "STALE", styles),
         "overdue": flag_cell(row.overdue, "OVERDUE", styles),
-        "observed": Text(age_text(row.last_observed, now).removesuffix(" ago"), style="dim"),
+        "observed": Text(table_age(row.last_observed, now), style="dim"),
     }
 
 

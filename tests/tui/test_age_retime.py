@@ -1,5 +1,5 @@
-"""The 1 s tick redraws an age only when its text changes and only while its row is in view:
-ages still move on screen, rows scrolled into view show the current age, and a tick that
+"""The 1 s tick redraws an age only when its text changes (a table shows seconds only in an
+age's first minute) and only while its row is in view: ages still move on screen, rows scrolled into view show the current age, and a tick that
 changes no shown text redraws no cell."""
 
 from __future__ import annotations
@@ -105,6 +105,36 @@ async def test_a_tick_that_changes_no_shown_age_redraws_no_cell(
         assert updated == []
         clock[0] += 30
         await eventually(pilot, lambda: cell(table, "t1", "observed") == "3h01m")
+        assert set(updated) == {"t1", "t2", "t3"}
+
+
+async def test_a_table_age_past_its_first_minute_moves_once_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table shows an age's seconds only in its first minute ("42s", then "1m", "2m"): past
+    it, the tick redraws a row once a minute, not every visible row every second."""
+    root = running_project(tmp_path / "p", tasks=3)
+    clock = [time.time()]
+    timeutil.set_clock(lambda: clock[0])
+    app = quiet_app([root], tick=True)
+    async with app.run_test(size=(170, 40)) as pilot:
+        await loaded(app, pilot)
+        table = app.pane.tasks
+        view = app.pane.current_view()
+        assert view is not None
+        observed = timeutil.parse_iso_ms(view.rows[0].last_observed)
+        assert observed is not None
+        clock[0] = (observed + 30_000) / 1000
+        await eventually(pilot, lambda: cell(table, "t1", "observed") == "30s")
+        clock[0] = (observed + 90_000) / 1000
+        await eventually(pilot, lambda: cell(table, "t1", "observed") == "1m")
+        updated = count_cell_updates(table, monkeypatch)
+        clock[0] += 20  # 1m50s: still "1m"
+        ticks = app.ticks
+        await eventually(pilot, lambda: app.ticks >= ticks + 2)
+        assert updated == []
+        clock[0] += 15  # 2m05s
+        await eventually(pilot, lambda: cell(table, "t1", "observed") == "2m")
         assert set(updated) == {"t1", "t2", "t3"}
 
 
