@@ -1,8 +1,8 @@
 """``nexus-tui``: the live, read-only dashboard over one or more nexus projects.
 
 Threads: one scanner thread owns every project's :class:`~nexus_tui.logic.model.ProjectScanner`
-and posts :class:`ProjectScanned` messages; one watchfiles watcher over every project's paths
-only asks for scans. Widgets are touched on the UI thread only, when a message arrives.
+and posts :class:`ProjectScanned` messages; the file watchers over the projects' paths
+(``watching.py``) only ask for scans. Widgets are touched on the UI thread only, when a message arrives.
 """
 
 from __future__ import annotations
@@ -554,8 +554,8 @@ class NexusApp(App[None]):
     # -- watching: one watcher over every local project's paths
     @work(group="watch-paths", exclusive=True, exit_on_error=False)
     async def _watch_projects(self) -> None:
-        """Watches every local project's paths (watchfiles cannot add a path to a running
-        watcher). Projects whose paths changed get a watcher of their own at once (the others'
+        """Watches every local project's paths (a watcher's paths are fixed when it starts).
+        Projects whose paths changed get a watcher of their own at once (the others'
         watchers keep running: a --discover start does not re-watch every project each time one
         more is scanned); once the paths have stayed the same for a while, or too many watchers
         run, one watcher over every path replaces them all, and the old ones keep watching until
@@ -567,9 +567,9 @@ class NexusApp(App[None]):
         merged, changed_at = True, loop.time()
         while not self._requests.closed:
             # Until every project had its first look, only the state directories: arming a
-            # recursive watch over scopes holds the GIL (0.3 s for 50 projects' scopes, paid
-            # again by each re-arming while projects arrive), and the scopes' catch-up rescan
-            # once they are watched covers what changed before.
+            # recursive watch over scopes walks them (watchfiles held the GIL for it, 0.3 s for
+            # 50 projects' scopes, paid again by each re-arming while projects arrive), and the
+            # scopes' catch-up rescan once they are watched covers what changed before.
             scopes = MAX_WATCHED_SCOPES if self.loaded.is_set() else 0
             wanted = {
                 session.index: tuple(session.watched_paths(scopes))

@@ -117,7 +117,8 @@ class ScanRequests:
 def undecodable_path_changed(error: BaseException) -> bool:
     """Whether the file watcher stopped because a changed path is not valid UTF-8.
 
-    watchfiles (1.x) cannot give such a path as ``str``: its watcher raises and is spent. It is
+    watchfiles (1.x, the watcher where inotify cannot be had) cannot give such a path as ``str``
+    (the inotify watcher escapes it as ``os.fsdecode`` does): its watcher raises and is spent. It is
     a change in the watched paths all the same (the scan reads those names as any other), so
     the caller rescans and starts watching again at once, without the back-off of a failure."""
     from watchfiles._rust_notify import WatchfilesRustInternalError
