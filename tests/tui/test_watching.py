@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
+import shutil
 import struct
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -293,3 +295,37 @@ async def test_a_real_overflow_reports_every_given_path(tmp_path: Path) -> None:
         os.close(os.open(tmp_path / "many" / f"{index}.json", os.O_CREAT | os.O_WRONLY))
     await _seen_until(changes, str(tmp_path / "other"))  # never changed: the overflow tells it
     stop.set()
+
+
+_OUT_OF_WATCHES = """
+import errno, sys
+from nexus_tui import inotify
+with open("/proc/sys/user/max_inotify_watches", "w") as handle:
+    handle.write("5")
+watcher = inotify.Watcher([sys.argv[1]])
+try:
+    watcher.arm()
+except OSError as error:
+    print(errno.errorcode[error.errno], error.strerror)
+finally:
+    watcher.close()
+"""
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)")
+def test_the_watch_limit_reached_is_a_clear_error(tmp_path: Path) -> None:
+    """The per-user watch limit, lowered in a user namespace of its own (where it is ours to
+    set): arming fails with ENOSPC and says which limit."""
+    for index in range(10):
+        (tmp_path / f"d{index}").mkdir()
+    ran = subprocess.run(
+        ["unshare", "--user", "--map-root-user", sys.executable, "-c", _OUT_OF_WATCHES, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if ran.returncode != 0 and "unshare" in ran.stderr:
+        pytest.skip(f"no user namespace here: {ran.stderr.strip()}")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("ENOSPC inotify watch limit reached (fs.inotify.max_user_watches)")
