@@ -14,10 +14,10 @@ from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
 from nexus_core.needs import Need
-from nexus_core.timeutil import age_text
 
 from .. import actions
 from ..logic.operations import OPERATIONS
+from ..widgets.ages import table_age
 from ..widgets.plain import plain
 from ..widgets.styles import Styles, styles_of
 from .base import NexusDialog
@@ -40,7 +40,7 @@ def entry_prompt(entry: Entry, now: int, keys: dict[str, str], styles: Styles) -
     """Two lines: since when and where (project › run › task); then what and what to do."""
     _, label, need = entry
     text = Text()
-    age = age_text(need.since, now).removesuffix(" ago") if need.since else "?"
+    age = table_age(need.since, now) if need.since else "?"
     text.append(f"{age:>7} ", style=styles.themed("bold $warning"))
     text.append(plain(label, "bold", one_line=True))
     for part in (need.run, need.task):

@@ -15,10 +15,11 @@ from rich.text import Text
 
 from nexus_core import needs
 from nexus_core.shapes import Attempt, CheckReceipt, JsonObject, Observation, Task, TaskDefinition
-from nexus_core.timeutil import age_text, duration_text, parse_iso_ms
+from nexus_core.timeutil import duration_text, parse_iso_ms
 from nexus_core.words import json_word
 
 from ..logic.model import ProjectSnapshot, RunView, TaskRow
+from .ages import age
 from .plain import plain
 from .run_cells import states_cell
 from .styles import GLYPH, OWNER_GONE_GLYPH, OWNER_GONE_STYLE, OWNER_GONE_WORDS, Styles, value_cell
@@ -44,7 +45,7 @@ def when_text(iso: object, now: int) -> Text:
     if not isinstance(iso, str):
         return Text("—", style="dim")
     text = plain(iso)
-    text.append(f"  ({age_text(iso, now)})", style="dim")
+    text.append(f"  ({age(iso, now)})", style="dim")
     return text
 
 
@@ -143,7 +144,7 @@ def flag_lines(header: Text, observation: Observation, task: Task, now: int, sty
     if observation.get("overdue"):
         header.append("OVERDUE ", style=alarm)
         attempt = task["attempts"][-1] if task["attempts"] else {}
-        header.append(plain(f"deadline {attempt.get('deadline')} ({age_text(attempt.get('deadline'), now)})", error))
+        header.append(plain(f"deadline {attempt.get('deadline')} ({age(attempt.get('deadline'), now)})", error))
         header.append("\n")
     if observation and not observation.get("resourcesCurrent", True):
         header.append("resources changed since create\n", style=error)

@@ -105,15 +105,22 @@ class KeyedTable(InPlaceCells):
 
     def shows_row(self, key: str) -> bool:
         """Whether row ``key`` is in view (True before the table has a size)."""
+        return self.in_view()(key)
+
+    def in_view(self) -> Callable[[str], bool]:
+        """``shows_row`` with the view measured once (the tick asks it of every due row: a
+        region computed per row was a tenth of an idle dashboard's UI thread)."""
         height = self.scrollable_content_region.height
         if height <= 0:
-            return True
-        try:
-            index = self.get_row_index(key)
-        except Exception:
-            return False
+            return lambda key: True
         top = round(self.scroll_y)
-        return top - 1 <= index <= top + height
+        locations = self._row_locations
+
+        def shows(key: str) -> bool:
+            index = locations.get(RowKey(key))
+            return index is not None and top - 1 <= index <= top + height
+
+        return shows
 
     def on_mount(self) -> None:
         for key, label in self._columns_spec:

@@ -22,7 +22,7 @@ from ..logic.model import ProjectSnapshot, RunView, TaskRow
 from ..logic.navigation import Found, search_runs
 from ..logic.selection import Selection, parse_filter, row_matches
 from ..logic.session import ProjectSession
-from .ages import table_age_changes_at
+from .ages import age_changes_at
 from .job_mark import job_mark, with_mark
 from .keyed_table import KeyedTable
 from .plain import plain
@@ -271,17 +271,18 @@ class ProjectPane(Vertical):
         same_locks = locks == self._run_locks
         self._run_locks = locks
         styles = styles_of(self.app)
+        in_view = table.in_view()
         for view in self.session.snapshot.runs:
             key = view.run_id
             if (
                 same_locks
                 and self._run_views.get(key) is view
                 and key in table.cells
-                and (not retime or self._run_due.get(key, NEVER) > now or not table.shows_row(key))
+                and (not retime or self._run_due.get(key, NEVER) > now or not in_view(key))
             ):
                 continue
             self._run_views[key] = view
-            self._run_due[key] = table_age_changes_at(view.updated_at, now) or NEVER
+            self._run_due[key] = age_changes_at(view.updated_at, now) or NEVER
             added |= table.put(key, run_cells(view, self.session.snapshot, now, styles, self.compact))
         if added or self.session.run_sort[0]:
             order = {view.run_id: i for i, view in enumerate(self.session.snapshot.runs)}
@@ -318,14 +319,16 @@ class ProjectPane(Vertical):
         # cells, so one changed task costs one row; the tick redraws an unchanged row only when
         # its age reads differently and it is in view (KeyedTable.Scrolled brings the rest).
         styles = styles_of(self.app)
+        in_view = table.in_view()
+        jobs = bool(self.jobs.running())
         for row in visible:
             key = row.task_id
-            mark = self._job_mark(view, key)
+            mark = self._job_mark(view, key) if jobs else None
             if (
                 self._task_rows.get(key) == row
                 and self._task_marks.get(key) == mark
                 and key in table.cells
-                and (not retime or self._task_due.get(key, NEVER) > now or not table.shows_row(key))
+                and (not retime or self._task_due.get(key, NEVER) > now or not in_view(key))
             ):
                 continue
             cells = task_cells(row, now, styles, self.compact)
@@ -334,7 +337,7 @@ class ProjectPane(Vertical):
             added |= table.put(key, cells)
             self._task_rows[key] = row
             self._task_marks[key] = mark
-            self._task_due[key] = table_age_changes_at(row.last_observed, now) or NEVER
+            self._task_due[key] = age_changes_at(row.last_observed, now) or NEVER
         if added or self.session.task_sort[0]:
             plan_index = {row.task_id: i for i, row in enumerate(rows)}
             column, reverse = self.session.task_sort

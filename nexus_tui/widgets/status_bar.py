@@ -10,10 +10,9 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.widgets import Static
 
-from nexus_core.timeutil import age_text
-
 from ..logic.model import LockView, ProjectSnapshot
 from ..logic.session import ProjectSession
+from .ages import age
 from .plain import plain
 from .shown import update_changed
 from .styles import Styles, styles_of
@@ -65,7 +64,7 @@ def lock_text(lock: LockView, now: int, styles: Styles, narrow: bool = False) ->
     else:
         if not narrow:
             text.append(plain(f" pid {lock.pid}@{lock.host}"))
-            text.append(f" {age_text(lock.created_at, now)}", style="dim")
+            text.append(f" {age(lock.created_at, now)}", style="dim")
         if lock.alive is True:
             text.append(" owner alive", style=styles.themed("$warning"))
         elif lock.alive is False:

@@ -1,6 +1,7 @@
 """The 1 s tick redraws an age only when its text changes (a table shows seconds only in an
-age's first minute) and only while its row is in view: ages still move on screen, rows scrolled into view show the current age, and a tick that
-changes no shown text redraws no cell."""
+age's first minute) and only while its row is in view: ages still move on screen, rows
+scrolled into view show the current age, and a tick that changes no shown text redraws no
+cell."""
 
 from __future__ import annotations
 
