@@ -6,10 +6,12 @@ and the task table are two of them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
-from typing import Any, ClassVar
+from operator import itemgetter
+from typing import Any, ClassVar, Self
 
 from rich.text import Text
 from textual import events
+from textual._two_way_dict import TwoWayDict
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.message import Message
@@ -50,6 +52,35 @@ class InPlaceCells(DataTable[Any]):
         self._data[row][column] = value
         self._changed_cells.add((row, column))
         self.refresh_row(self.get_row_index(row))
+
+    def sort(self, *columns: ColumnKey | str, key: Callable[[Any], Any] | None = None, reverse: bool = False) -> Self:
+        """DataTable's sort, re-rendering only the rows that moved. DataTable's own renders
+        every visible row again (its caches are keyed by one update count; a row's cells carry
+        its index, for the mouse): for the overview, one project changing rank cost a 40 ms
+        frame after the change was applied. Here the moved rows' renderings leave the caches
+        as changed cells do (update_cell), and only their lines are refreshed."""
+        if not self.is_mounted:
+            return super().sort(*columns, key=key, reverse=reverse)
+
+        def sort_value(item: tuple[RowKey, dict[ColumnKey, Any]]) -> Any:
+            row = item[1]
+            value = itemgetter(*columns)(row) if columns else tuple(row.values())
+            return key(value) if key is not None else value
+
+        order = [row_key for row_key, _ in sorted(self._data.items(), key=sort_value, reverse=reverse)]
+        locations = self._row_locations
+        moved = [(index, row_key) for index, row_key in enumerate(order) if locations.get(row_key) != index]
+        if not moved:
+            return self
+        self._row_locations = TwoWayDict({row_key: index for index, row_key in enumerate(order)})
+        # What is keyed by the update count and derived from the order (rows by index, lines by y).
+        self._ordered_row_cache.clear()
+        self._offset_cache.clear()
+        self._row_renderable_cache.clear()
+        for index, row_key in moved:
+            self._changed_cells.update((row_key, column_key) for column_key in self.columns)
+            self.refresh_row(index)
+        return self
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if self._changed_cells:

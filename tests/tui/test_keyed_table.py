@@ -83,3 +83,26 @@ async def test_a_wider_value_re_measures_its_column() -> None:
         table.put("a", {"id": Text("a"), "state": Text("running"), "age": Text("1h02m03s")})
         await pilot.pause()
         assert any("1h02m03s" in "".join(text for text, _ in line) for line in drawn(app))
+
+
+async def test_a_click_after_a_sort_picks_the_row_drawn_there() -> None:
+    """A sort re-renders only the rows that moved (each row's cells carry its index, for the
+    mouse): a click on any row after sorts picks the row drawn there, moved or not."""
+    app = TableApp()
+    async with app.run_test(size=(40, 14)) as pilot:
+        table = app.query_one(KeyedTable)
+        ranks = {f"t{n}": n for n in range(8)}
+        for key in ranks:
+            table.put(key, row(key, "running", ranks[key]))
+        await pilot.pause()
+        for swap in (("t1", "t6"), ("t0", "t7"), ("t3", "t4")):
+            first, second = swap
+            ranks[first], ranks[second] = ranks[second], ranks[first]
+            table.sort_rows(lambda key: ranks[key])
+            await pilot.pause()
+            order = sorted(ranks, key=ranks.__getitem__)
+            for index, key in enumerate(order):
+                line = drawn(app)[1 + index]  # under the header
+                assert "".join(text for text, _ in line).strip().startswith(key)
+                await pilot.click(KeyedTable, offset=(1, 1 + index))
+                assert table.cursor_key() == key
