@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_tui import clone_runs, envelope_for, replace_atomically, template_run
+from bench_tui import clone_runs, flipped, replace_atomically, template_run
 
 from nexus_core.state import canonical
 from nexus_core.view import model
@@ -71,12 +71,7 @@ async def measure(root: Path, changes: int) -> dict[str, list[float]]:
         original = canonical.parse(state.read_text("utf-8"))["run"]
         target = next(t for t in original["tasks"] if t["attempts"] and t["attempts"][-1]["execution"] == "running")
         for index in range(changes):
-            run = canonical.parse(canonical.compact(original))
-            task = next(t for t in run["tasks"] if t["id"] == target["id"])
-            wanted = "blocked" if index % 2 == 0 else "running"
-            task["attempts"][-1]["execution"] = wanted
-            run["sequence"] = original["sequence"] + index + 1
-            data = envelope_for(run)
+            data, wanted = flipped(original, target["id"], index)
             await pilot.pause(0.05)
             marks.clear()
             begin = time.perf_counter()

@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_tui import clone_runs, envelope_for, replace_atomically, rss_mb, template_run
+from bench_tui import clone_runs, envelope_for, flipped, replace_atomically, rss_mb, template_run
 
 from nexus_core.state import canonical
 
@@ -131,13 +131,8 @@ async def measure(root: Path, projects: int, changes: int) -> dict[str, Any]:
         blocked_before = overview.summaries[index].blocked
         samples = []
         for change in range(changes):
-            run = canonical.parse(canonical.compact(original))
-            task = next(t for t in run["tasks"] if t["id"] == target["id"])
-            blocked = change % 2 == 0
-            task["attempts"][-1]["execution"] = "blocked" if blocked else "running"
-            run["sequence"] = original["sequence"] + change + 1
-            data = envelope_for(run)
-            wanted = blocked_before + (1 if blocked else 0)
+            data, execution = flipped(original, target["id"], change)
+            wanted = blocked_before + (1 if execution == "blocked" else 0)
             await pilot.pause(0.05)
             begin = time.perf_counter()
             replace_atomically(state, data)

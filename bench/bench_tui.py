@@ -90,6 +90,18 @@ def envelope_for(run: dict[str, Any]) -> bytes:
     return (canonical.pretty(envelope) + "\n").encode("utf-8")
 
 
+def flipped(original: dict[str, Any], task_id: str, change: int) -> tuple[bytes, str]:
+    """Change number ``change`` of the benches' latency loops: the run file's bytes with task
+    ``task_id``'s last attempt blocked (even changes) or running again (odd ones), the run's
+    sequence moved on; and that execution state."""
+    run = canonical.parse(canonical.compact(original))
+    task = next(t for t in run["tasks"] if t["id"] == task_id)
+    execution = "blocked" if change % 2 == 0 else "running"
+    task["attempts"][-1]["execution"] = execution
+    run["sequence"] = original["sequence"] + change + 1
+    return envelope_for(run), execution
+
+
 def clone_runs(root: Path, runs: int) -> None:
     state = root / ".bmad-plus/nexus/runs/r000.json"
     text = state.read_text("utf-8")
@@ -152,12 +164,7 @@ async def measure(root: Path, runs: int, changes: int) -> dict[str, Any]:
         target = next(t for t in original["tasks"] if t["attempts"] and t["attempts"][-1]["execution"] == "running")
         samples = []
         for index in range(changes):
-            run = canonical.parse(canonical.compact(original))
-            task = next(t for t in run["tasks"] if t["id"] == target["id"])
-            wanted = "blocked" if index % 2 == 0 else "running"
-            task["attempts"][-1]["execution"] = wanted
-            run["sequence"] = original["sequence"] + index + 1
-            data = envelope_for(run)
+            data, wanted = flipped(original, target["id"], index)
             await pilot.pause(0.05)
             begin = time.perf_counter()
             replace_atomically(state, data)

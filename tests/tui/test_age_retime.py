@@ -58,6 +58,15 @@ def running_project(directory: Path, tasks: int) -> str:
     return root
 
 
+def first_task_observed_ms(app: Any) -> int:
+    """When the core last observed the first task of the run on screen (ms since the epoch)."""
+    view = app.pane.current_view()
+    assert view is not None
+    observed = timeutil.parse_iso_ms(view.rows[0].last_observed)
+    assert observed is not None
+    return observed
+
+
 async def test_ages_move_in_view_only_and_catch_up_when_scrolled_into_view(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,10 +100,7 @@ async def test_a_tick_that_changes_no_shown_age_redraws_no_cell(
     async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         table = app.pane.tasks
-        view = app.pane.current_view()
-        assert view is not None
-        observed = timeutil.parse_iso_ms(view.rows[0].last_observed)
-        assert observed is not None
+        observed = first_task_observed_ms(app)
         # Three hours on, ages read in minutes (and the tasks turn overdue: redrawn once).
         clock[0] = (observed + 3 * 3_600_000 + 1000) / 1000
         await eventually(pilot, lambda: cell(table, "t1", "observed") == "3h00m")
@@ -121,10 +127,7 @@ async def test_a_table_age_past_its_first_minute_moves_once_a_minute(
     async with app.run_test(size=(170, 40)) as pilot:
         await loaded(app, pilot)
         table = app.pane.tasks
-        view = app.pane.current_view()
-        assert view is not None
-        observed = timeutil.parse_iso_ms(view.rows[0].last_observed)
-        assert observed is not None
+        observed = first_task_observed_ms(app)
         clock[0] = (observed + 30_000) / 1000
         await eventually(pilot, lambda: cell(table, "t1", "observed") == "30s")
         clock[0] = (observed + 90_000) / 1000
