@@ -306,6 +306,11 @@ class Jobs:
     def running(self) -> list[Job]:
         return [job for job in self._jobs if not job.finished]
 
+    @property
+    def any_running(self) -> bool:
+        """Whether a job is still running (asked per task row at each tick: no list built)."""
+        return any(not job.finished for job in self._jobs)
+
     def running_on(self, project: str | None, run_id: str | None, task_id: str) -> Job | None:
         """The unfinished job on this task, if any (the task row shows it)."""
         for job in self._jobs:

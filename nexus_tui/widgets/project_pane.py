@@ -320,10 +320,9 @@ class ProjectPane(Vertical):
         # its age reads differently and it is in view (KeyedTable.Scrolled brings the rest).
         styles = styles_of(self.app)
         in_view = table.in_view()
-        jobs = bool(self.jobs.running())
         for row in visible:
             key = row.task_id
-            mark = self._job_mark(view, key) if jobs else None
+            mark = self._job_mark(view, key)
             if (
                 self._task_rows.get(key) == row
                 and self._task_marks.get(key) == mark
@@ -382,7 +381,7 @@ class ProjectPane(Vertical):
 
     def _job_mark(self, view: RunView | None, task_id: str) -> str | None:
         """The mark of a task whose verify or launch runs from this session (widgets/job_mark.py)."""
-        if view is None or self.session.snapshot is None or not self.jobs.running():
+        if view is None or self.session.snapshot is None or not self.jobs.any_running:
             return None
         job = self.jobs.running_on(self.session.snapshot.root, view.run_id, task_id)
         return job_mark(job, self.compact)
