@@ -12,7 +12,7 @@ import contextlib
 import gc
 import os
 import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from textual import events, on, work
@@ -20,7 +20,6 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.drivers.web_driver import WebDriver
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.timer import Timer
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
@@ -28,13 +27,14 @@ from nexus_core import needs
 from nexus_core.errors import explained
 from nexus_core.terminal import is_terminal_safe, terminal_safe
 from nexus_core.timeutil import now_ms
+from nexus_core.view import first_look
 
 from . import actions
 from .action_flow import ActionFlow
 from .job_flow import JobChanged
 from .logic.demo import DemoBuild
 from .logic.jobs import Jobs
-from .logic.model import ProjectSnapshot
+from .logic.model import Looked, ProjectSnapshot
 from .logic.notify import COALESCE_SECONDS, Notifier
 from .logic.operations import OPERATIONS
 from .logic.operations.place import Place
@@ -44,7 +44,7 @@ from .logic.session import ProjectSession
 from .logic.settings import Settings
 from .logic.ssh import DEFAULT_REMOTE_NEXUS, RemoteProject
 from .remote_tabs import RemoteStatusChanged, RemoteTabs
-from .scanning import ProjectScanned, ScanRequests, undecodable_path_changed
+from .scanning import ProjectScanned, ScanRequests, Taken, undecodable_path_changed
 from .screens.help import HelpScreen
 from .screens.inbox import Entry, InboxScreen
 from .screens.jobs import JobsScreen
@@ -75,8 +75,6 @@ MAX_WATCHERS = 8
 LOG_PANEL_ID = "action-log"
 # Middle-generation collections between two full ones (CPython's default is 10).
 FULL_COLLECTION_EVERY = 100
-# While a --discover start loads, tab labels wait at most this long to be shown together.
-LABELS_WAIT_SECONDS = 0.5
 
 
 # ----------------------------------------------------------------- the app
@@ -132,6 +130,10 @@ class NexusApp(App[None]):
             session.run_sort, session.task_sort = self.settings.run_sort, self.settings.task_sort
         self.sessions += self.remote_tabs.sessions
         self._requests = ScanRequests(len(self.sessions))
+        # A first load of at least this many bytes of run files is shared with worker processes.
+        self.share_first_look_from_bytes = first_look.SHARE_FROM_BYTES
+        self.first_looks_shared = 0  # projects whose first look came from worker processes
+        self.first_look_workers_failed = 0  # units the workers could not answer (the scanner did)
         self.scans_applied = 0
         self.ticks = 0  # 1 s ticks run so far (the ages moved; a test waits on it)
         self._rescan_turn = -1  # the project whose runs the next safety rescan re-inspects
@@ -144,9 +146,11 @@ class NexusApp(App[None]):
         self._merging: asyncio.Event | None = None  # the watcher over everything not armed yet
         self.loaded = asyncio.Event()
         # Tab labels changed since shown; while loading (labels_wait_while_loading: --discover's
-        # fifty tabs), shown a few at a time: each label change lays the tab strip out again.
+        # many tabs) shown together once the load ends: each label change lays the whole tab
+        # strip out again (120 ms with 1,000 tabs, and a label batch every 0.5 s was a quarter
+        # of the UI thread's load).
         self._labels_waiting: set[int] = set()
-        self._labels_timer: Timer | None = None
+        self._need_counts: dict[int, int] = {}  # per project, for the title's total
         self._flow: ActionFlow | None = None
         self.jobs = Jobs()  # the verify and launch runs of this session (logic/jobs.py)
         self._availability: tuple[tuple[Any, ...], Availability] | None = None
@@ -248,24 +252,65 @@ class NexusApp(App[None]):
     # -- scanning
     def _start_scanner(self) -> None:
         """One thread scans every project (a thread per project would exhaust the executor
-        that Textual's thread workers share)."""
+        that Textual's thread workers share); a large first load is shared with worker
+        processes first (nexus_core.view.first_look)."""
         requests = self._requests
+
+        def scan(request: Taken, everything: bool) -> None:
+            index = request.project
+            scanner = self.sessions[index].scanner
+
+            def publish(partial: ProjectSnapshot) -> None:
+                self.post_message(ProjectScanned(index, partial, (), partial=True))
+
+            snapshot = scanner.scan(
+                reinspect=request.runs,
+                everything=everything,
+                publish=publish,
+                retime=request.retime or everything,
+                catch_up=request.catch_up,
+            )
+            self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths()), answers=request.answers))
 
         def loop() -> None:
             worker = get_current_worker()
             while not worker.is_cancelled and not requests.closed:
-                for index, everything, runs, retime, catch_up, answers in requests.take(0.25):
-                    scanner = self.sessions[index].scanner
-
-                    def publish(partial: ProjectSnapshot, index: int = index) -> None:
-                        self.post_message(ProjectScanned(index, partial, (), partial=True))
-
-                    snapshot = scanner.scan(
-                        reinspect=runs, everything=everything, publish=publish, retime=retime, catch_up=catch_up
-                    )
-                    self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths()), answers=answers))
+                taken = {request.project: request for request in requests.take(0.25)}
+                for index, parts in self._first_looks_shared(taken):
+                    for looked in parts:
+                        self.sessions[index].scanner.adopt(looked)
+                    self.first_looks_shared += bool(parts)
+                    # Just looked at in full: the safety pass's status walk would find nothing.
+                    scan(taken.pop(index), everything=False)
+                    if worker.is_cancelled:
+                        return
+                for request in taken.values():
+                    scan(request, request.everything)
 
         self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
+
+    def _first_looks_shared(self, taken: dict[int, Taken]) -> Iterator[tuple[int, list[Looked]]]:
+        """For the taken projects never scanned, when their runs are many: (project, what worker
+        processes found of its runs) as each project's come back. Nothing for a small load."""
+        processes = min(first_look.usable_cores(), first_look.MAX_PROCESSES)
+        if processes < 2:
+            return
+        firsts = [
+            (index, self.sessions[index].directory, self.sessions[index].scanner.focus)
+            for index in taken
+            if self.sessions[index].remote is None and self.sessions[index].scanner.never_scanned()
+        ]
+        if not firsts:
+            return
+        units = first_look.plan(firsts)
+        if not first_look.worth_sharing(units, processes, self.share_first_look_from_bytes):
+            return
+        looks = first_look.FirstLooks(processes)
+        try:
+            yield from looks.look(units)
+        finally:
+            looks.close()
+            self.first_look_workers_failed += looks.failed_units
 
     # -- the demo (--demo): built after the first frame, its steps shown as they come
     @work(thread=True, group="demo", exit_on_error=False)
@@ -396,20 +441,17 @@ class NexusApp(App[None]):
             self._labels_waiting.add(session.index)
             if not self.labels_wait_while_loading or self.loaded.is_set():
                 self._show_labels()
-            elif self._labels_timer is None:
-                self._labels_timer = self.set_timer(LABELS_WAIT_SECONDS, self._show_labels)
-        total = sum(len(s.snapshot.needs) for s in self.sessions if s.snapshot is not None)
+        self._need_counts[session.index] = count
+        total = sum(self._need_counts.values())
         title = f"nexus ({total} need{'s' if total != 1 else ''} you)" if total else "nexus"
         if self.title != title:
             self.title = title
-        if self.notifier.observe(self.open_needs()):
+        # Before the load ends the notifier takes nothing (first_load_done starts it with all).
+        if self.notifier.started and self.notifier.observe(self.open_needs()):
             self._schedule_notification()
 
     def _show_labels(self) -> None:
         """The tab labels waiting (one layout of the tab strip for all of them)."""
-        if self._labels_timer is not None:
-            self._labels_timer.stop()
-            self._labels_timer = None
         waiting, self._labels_waiting = self._labels_waiting, set()
         for index in sorted(waiting):
             with contextlib.suppress(Exception):  # the tab may be going away (shutdown)

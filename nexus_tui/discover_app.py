@@ -69,7 +69,7 @@ class ProjectsFound(Message):
 
 
 class DiscoverApp(NexusApp):
-    labels_wait_while_loading = True  # fifty tabs whose counts arrive one project at a time
+    labels_wait_while_loading = True  # dozens or thousands of tabs whose counts arrive one project at a time
 
     def __init__(
         self,

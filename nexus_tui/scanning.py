@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from textual.message import Message
 
@@ -30,6 +31,17 @@ class ProjectScanned(Message):
         self.partial = partial
         # The requests this scan covers (ScanRequests.take's count), once it is applied.
         self.answers = answers
+
+
+class Taken(NamedTuple):
+    """One project's merged requests, as the scanner thread takes them."""
+
+    project: int  # its index
+    everything: bool
+    runs: set[str]
+    retime: bool
+    catch_up: bool
+    answers: int  # the requests it answers (see ScanRequests.applied)
 
 
 class ScanRequests:
@@ -76,16 +88,15 @@ class ScanRequests:
             self._applied.append(0)
             return len(self._runs) - 1
 
-    def take(self, timeout: float) -> list[tuple[int, bool, set[str], bool, bool, int]]:
-        """The projects to scan: (index, everything, runs, retime, catch_up, the requests it
-        answers)."""
+    def take(self, timeout: float) -> list[Taken]:
+        """The projects to scan, each with its requests merged."""
         with self._condition:
             if not self._closed and all(runs is None for runs in self._runs):
                 self._condition.wait(timeout)
             if self._closed:
                 return []
             taken = [
-                (i, self._everything[i], runs, self._retime[i], self._catch_up[i], self._asked[i])
+                Taken(i, self._everything[i], runs, self._retime[i], self._catch_up[i], self._asked[i])
                 for i, runs in enumerate(self._runs)
                 if runs is not None
             ]

@@ -8,6 +8,7 @@ run files whose bytes changed (stat first, then a hash of the bytes), runs the c
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -519,14 +520,17 @@ def _inventory(root: str) -> JsonObject:
 def _task_key(task: Task) -> int:
     """A fingerprint of the task's record, to tell on the next read whether it changed: of
     orjson's text of it (a tenth of ``repr``'s cost, which was an eighth of a first scan), or
-    of its ``repr`` where orjson cannot write it (an integer beyond 64 bits)."""
+    of its ``repr`` where orjson cannot write it (an integer beyond 64 bits). The same in every
+    process (``hash`` of bytes is salted per process): a first look done by a worker process
+    (first_look.py) leaves keys its scanner compares against."""
     orjson = canonical.plain_path()
+    text: bytes | None = None
     if orjson is not None:
-        try:
-            return hash(orjson.dumps(task))
-        except TypeError:  # orjson.JSONEncodeError
-            pass
-    return hash(repr(task))
+        with contextlib.suppress(TypeError):  # orjson.JSONEncodeError
+            text = orjson.dumps(task)
+    if text is None:
+        text = repr(task).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
 
 
 def _changed_tasks(run: Run, memo: _FileMemo, task_keys: dict[str, int] | None) -> set[str]:
@@ -692,6 +696,43 @@ class ProjectScanner:
         if len(self._hashes) > 200_000:  # old stat keys pile up; start over rather than grow
             self._hashes.clear()
         return snapshot()
+
+    def look_at(self, run_ids: list[str], focus: str | None) -> Looked:
+        """A first full inspection of these runs only (``focus``: the one whose inspection the UI
+        shows), for a project's first load shared among processes: what ``scan`` would find of
+        them, without the project's snapshot."""
+        root = self._resolve_root()
+        locks = (lock_snapshot(root, WRITER_LOCK), lock_snapshot(root, RECOVERY_LOCK))
+        moment = now_ms()
+        with observational_hashes(self._hashes):
+            for run_id in run_ids:
+                self._views[run_id] = self._refresh_run(root, run_id, None, False, run_id == focus, locks, moment)
+        return Looked(
+            root=root,
+            views=dict(self._views),
+            memo={run_id: self._memo[run_id] for run_id in self._views if run_id in self._memo},
+            hashes=dict(self._hashes),
+            seconds_per_inspection=getattr(self, "_seconds_per_inspection", None),
+        )
+
+    def adopt(self, looked: Looked) -> None:
+        """Take what a look elsewhere found, for the runs this scanner has not seen itself. The
+        next ``scan`` treats them as its own earlier reads: a run file changed since is read again
+        (its stamp differs), an unchanged one costs a stat."""
+        if self.root is None:
+            self.root = looked.root
+        elif self.root != looked.root:
+            return  # the project resolves elsewhere now: this scanner looks for itself
+        for run_id, view in looked.views.items():
+            if run_id not in self._views and run_id in looked.memo:
+                self._views[run_id], self._memo[run_id] = view, looked.memo[run_id]
+        self._hashes.update(looked.hashes)
+        if looked.seconds_per_inspection is not None and not hasattr(self, "_seconds_per_inspection"):
+            self._seconds_per_inspection = looked.seconds_per_inspection
+
+    def never_scanned(self) -> bool:
+        """No run of this project was read yet (its first scan reads them all)."""
+        return not self._views
 
     def _project_needs(self, root: str, runs: tuple[RunView, ...], locks: tuple[Any, Any]) -> tuple[Need, ...]:
         """Everything in the project that waits on a person, oldest first (the classifier's)."""
@@ -948,6 +989,19 @@ class ProjectScanner:
         return result
 
 
+@dataclass
+class Looked:
+    """What a first look at some of a project's runs found, in another process
+    (:mod:`nexus_core.view.first_look`): the scanner's memory of those runs, for the project's
+    own scanner to ``adopt``."""
+
+    root: str
+    views: dict[str, RunView]
+    memo: dict[str, _FileMemo]
+    hashes: dict[tuple[int, ...], str]
+    seconds_per_inspection: float | None
+
+
 def _remember(memo: _FileMemo, run: Run, task_keys: dict[str, int] | None, is_focus: bool) -> None:
     """What the next scan compares against: the plan, the task keys (or, for the focus run,
     its parsed records), and the tasks whose flags move with the clock."""
@@ -973,6 +1027,7 @@ __all__ = [
     "RECOVERY_LOCK",
     "WRITER_LOCK",
     "LockView",
+    "Looked",
     "ProjectScanner",
     "ProjectSnapshot",
     "RunView",

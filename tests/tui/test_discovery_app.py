@@ -12,6 +12,7 @@ from textual.widgets import TabbedContent
 from nexus_core.hostinfo import hostname
 from nexus_tui.discover_app import OVERVIEW_TAB, DiscoverApp
 from nexus_tui.logic.demo import write_dead_writer_lock
+from nexus_tui.widgets.overview import COLUMNS
 
 pytestmark = pytest.mark.asyncio
 
@@ -73,6 +74,25 @@ async def test_overview_comes_first_sorted_by_urgency_and_enter_opens_a_project(
         await pilot.press("right_square_bracket")
         await eventually(pilot, lambda: active_tab(app) == "tab-0")
         assert focused(app) is app.panes[0].runs
+
+
+async def test_a_first_load_shared_with_worker_processes_shows_what_one_process_shows(tmp_path: Path) -> None:
+    three_projects(tmp_path)
+    shown = []
+    for share_from_bytes in (None, 0):  # the default (these few kilobytes stay in process), always
+        app = discover_app(tmp_path)
+        if share_from_bytes is not None:
+            app.share_first_look_from_bytes = share_from_bytes
+        async with app.run_test(size=(140, 40)) as pilot:
+            await loaded(app, pilot)
+            await eventually(pilot, lambda app=app: len(app.overview.summaries) == 3)
+            table = app.overview.table
+            shown.append([[cell(table, key, column) for column, _ in COLUMNS] for key in row_keys(table)])
+            assert app.first_looks_shared == (3 if share_from_bytes == 0 else 0)
+            assert app.first_look_workers_failed == 0
+    assert shown[0] == shown[1]
+    assert any("1 unreadable" in text for text in shown[1][0])
+    assert any("1 dead lock" in text for text in shown[1][1])
 
 
 async def test_the_row_the_operator_chose_stays_chosen_when_rows_move(tmp_path: Path) -> None:

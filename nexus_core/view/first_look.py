@@ -1,0 +1,244 @@
+"""A first load shared among processes.
+
+A dashboard opening a fleet (or one project of many large runs) reads and inspects every run
+once before it can show them: about 2 ms a run of ten tasks, on one core, sharing the GIL with
+the UI. :class:`FirstLooks` hands parts of that first look (a project's runs, in units of about
+``UNIT_BYTES`` of run files) to worker processes, one per core, each running
+``python -m nexus_core.view.first_look``, and gives each project's :class:`~.model.Looked` parts
+back as soon as all of them are in. The project's own scanner adopts them, and its next scan
+costs a stat per run (a run changed meanwhile is read again, as after any earlier scan).
+
+Whatever a worker could not do (it failed, died, or could not start) is simply not given: the
+scanner's own scan reads what it was not given. The answer is the same, only slower.
+
+Workers only read. Requests (directory, run ids, focus) and answers travel as pickles over the
+pipes of the workers this process started, never through a shared directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import pickle
+import selectors
+import signal
+import struct
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from nexus_core.errors import explained
+from nexus_core.paths import root_of
+from nexus_core.state.store import list_run_ids, run_path
+from nexus_core.view.model import Looked, ProjectScanner
+
+# A first look smaller than this is done by the scanner itself: starting workers costs about
+# 0.1 s of a core each, the price of reading 4 MB of runs.
+SHARE_FROM_BYTES = 4_000_000
+# Runs are sent in units of about this many bytes of run files (a larger run is a unit alone):
+# small enough that the last units finish together, large enough that a unit's round trip
+# (a pickle each way) is a small part of it.
+UNIT_BYTES = 1_000_000
+MAX_PROCESSES = 4
+_HEADER = struct.Struct(">Q")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Some runs of one project to look at elsewhere (``project``: the caller's key for it)."""
+
+    project: int
+    directory: str
+    run_ids: tuple[str, ...]
+    focus: str | None
+    size: int
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan(projects: Iterable[tuple[int, str, str | None]]) -> list[Unit]:
+    """Units covering the runs of these projects ((key, directory, focus) each; the focus as the
+    scanner has it, None: the first run). A project that cannot be listed is left out (its own
+    scan says why)."""
+    units: list[Unit] = []
+    for project, directory, wanted_focus in projects:
+        try:
+            root = root_of(directory)
+            run_ids = list_run_ids(root)
+        except Exception:
+            continue
+        if not run_ids:
+            continue
+        focus = wanted_focus if wanted_focus in run_ids else run_ids[0]
+        part: list[str] = []
+        size = 0
+        for run_id in run_ids:
+            try:
+                length = os.lstat(os.path.join(root, run_path(run_id))).st_size
+            except (OSError, ValueError):
+                length = 0
+            if part and size + length > UNIT_BYTES:
+                units.append(Unit(project, directory, tuple(part), focus, size))
+                part, size = [], 0
+            part.append(run_id)
+            size += length
+        units.append(Unit(project, directory, tuple(part), focus, size))
+    return units
+
+
+def worth_sharing(units: list[Unit], processes: int, threshold: int = SHARE_FROM_BYTES) -> bool:
+    return processes >= 2 and len(units) >= 2 and sum(unit.size for unit in units) >= threshold
+
+
+class _Worker:
+    def __init__(self) -> None:
+        package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "nexus_core.view.first_look"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # the dashboard owns the terminal; failures come back as text
+            env=env,
+            close_fds=True,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.requests: IO[bytes] = self.process.stdin
+        self.answers: IO[bytes] = self.process.stdout
+        self.unit: Unit | None = None  # the unit it is looking at
+
+    def send(self, unit: Unit) -> bool:
+        try:
+            _send(self.requests, (unit.directory, list(unit.run_ids), unit.focus))
+        except OSError:
+            return False
+        self.unit = unit
+        return True
+
+    def close(self) -> None:
+        for stream in (self.requests, self.answers):
+            with contextlib.suppress(OSError):
+                stream.close()
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class FirstLooks:
+    """Worker processes for one first load (``close`` ends them)."""
+
+    def __init__(self, processes: int) -> None:
+        self.processes = processes
+        self._workers: list[_Worker] = []
+        self.failed_units = 0  # units a worker could not answer (left to the scanners)
+
+    def look(self, units: list[Unit]) -> Iterator[tuple[int, list[Looked]]]:
+        """(project, its looked parts) as each project's last unit comes back, in the order they
+        complete; a project whose every unit failed comes with no parts."""
+        waiting = {unit.project: 0 for unit in units}
+        for unit in units:
+            waiting[unit.project] += 1
+        parts: dict[int, list[Looked]] = {project: [] for project in waiting}
+        todo = list(reversed(units))
+        selector = selectors.DefaultSelector()
+        try:
+            while len(self._workers) < min(self.processes, len(units)):
+                try:
+                    self._workers.append(_Worker())
+                except OSError:
+                    break
+            for worker in self._workers:
+                if todo and worker.send(todo[-1]):
+                    todo.pop()
+                    selector.register(worker.answers, selectors.EVENT_READ, worker)
+            while selector.get_map():
+                for key, _ in selector.select():
+                    worker = key.data
+                    unit = worker.unit
+                    assert unit is not None
+                    answer = _receive(worker.answers)
+                    if isinstance(answer, Looked):
+                        parts[unit.project].append(answer)
+                    else:  # an explanation (str), or None: the worker is gone
+                        self.failed_units += 1
+                    worker.unit = None
+                    if answer is None or not (todo and worker.send(todo[-1])):
+                        selector.unregister(worker.answers)
+                    else:
+                        todo.pop()
+                    waiting[unit.project] -= 1
+                    if waiting[unit.project] == 0:
+                        yield unit.project, parts.pop(unit.project)
+            # No worker left to ask (none started, or all gone): the rest are the scanners'.
+            self.failed_units += len(todo)
+            for project in [p for p, count in waiting.items() if count > 0 and p in parts]:
+                yield project, parts.pop(project)
+        finally:
+            selector.close()
+
+    def close(self) -> None:
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.close()
+
+
+def _send(stream: IO[bytes], value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    """The next message, or None at the end of the stream (or a broken one)."""
+    try:
+        header = stream.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return None
+        (length,) = _HEADER.unpack(header)
+        data = stream.read(length)
+        if len(data) < length:
+            return None
+        return pickle.loads(data)
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+        return None
+
+
+def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
+    """A worker: each request (directory, run ids, focus) answered with a Looked, or the text of
+    what went wrong; ends when the requests end."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the dashboard decides when its workers stop
+    # Each unit's objects are garbage once sent: collect between units, not during them (full
+    # collections over a large run's parsed records were a tenth of a first look).
+    gc.freeze()
+    gc.disable()
+    while True:
+        request = _receive(requests)
+        if request is None:
+            return
+        directory, run_ids, focus = request
+        answer: Looked | str
+        try:
+            answer = ProjectScanner(directory).look_at(run_ids, focus)
+        except Exception as error:
+            answer = explained(error)
+        try:
+            _send(answers, answer)
+        except OSError:
+            return
+        del answer
+        gc.collect()
+
+
+if __name__ == "__main__":
+    serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -1,0 +1,161 @@
+"""A first load shared among processes (nexus_core.view.first_look): real worker processes look
+at parts of the projects' runs, each project's scanner adopts what they found, and its next
+scan answers exactly as a scanner that looked by itself."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from project_kit import Project, plan, task_def
+
+from nexus_core.view import first_look
+from nexus_core.view.model import ProjectScanner, ProjectSnapshot
+
+
+def _fleet(root: Path, projects: int = 3) -> list[str]:
+    directories = []
+    for n in range(projects):
+        directory = root / f"p{n}"
+        directory.mkdir()
+        project = Project(directory)
+        project.create(plan("r1", task_def("a"), task_def("b")))
+        project.create(plan("r2", task_def("c")))
+        project.create(plan("r3", task_def("d")))
+        project.accepted("r1", "a")
+        project.completed("r2", "c")
+        project.start("r3", "d")
+        directories.append(str(directory))
+    return directories
+
+
+def _seen(snapshot: ProjectSnapshot) -> list[object]:
+    """What a snapshot shows, without the moment it was taken."""
+    return [
+        (view.run_id, view.rows, view.error, view.observations, view.needs, view.inspection is not None)
+        for view in snapshot.runs
+    ] + [snapshot.needs]
+
+
+def _shared(directories: list[str], unit_bytes: int, monkeypatch: pytest.MonkeyPatch) -> list[ProjectScanner]:
+    monkeypatch.setattr(first_look, "UNIT_BYTES", unit_bytes)
+    scanners = [ProjectScanner(directory) for directory in directories]
+    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    looks = first_look.FirstLooks(2)
+    try:
+        answered = dict(looks.look(units))
+    finally:
+        looks.close()
+    assert looks.failed_units == 0
+    assert sorted(answered) == list(range(len(directories)))
+    for index, parts in answered.items():
+        assert parts, f"project {index} came back with nothing"
+        for looked in parts:
+            scanners[index].adopt(looked)
+    return scanners
+
+
+@pytest.mark.parametrize("unit_bytes", [1, 10**9], ids=["a unit per run", "a unit per project"])
+def test_an_adopted_first_look_answers_as_the_scanner_s_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unit_bytes: int
+) -> None:
+    directories = _fleet(tmp_path)
+    monkeypatch.setattr(first_look, "UNIT_BYTES", unit_bytes)
+    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    assert len(units) == (9 if unit_bytes == 1 else 3)
+    assert {unit.focus for unit in units} == {"r1"}  # the first run, as the scanner shows it
+    scanners = _shared(directories, unit_bytes, monkeypatch)
+    for directory, scanner in zip(directories, scanners, strict=True):
+        assert not scanner.never_scanned()
+        assert _seen(scanner.scan()) == _seen(ProjectScanner(directory).scan())
+
+
+def test_a_run_changed_after_the_workers_looked_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directories = _fleet(tmp_path, projects=1)
+    [scanner] = _shared(directories, 1, monkeypatch)
+    before = scanner.scan()
+    Project(Path(directories[0])).record("r3", "d", Project.latest(_run(directories[0], "r3"), "d")["id"])
+    after = scanner.scan()
+    assert _seen(after) == _seen(ProjectScanner(directories[0]).scan())
+    assert _seen(after) != _seen(before)
+    # Keys the worker computed are the scanner's keys: the task that did not change keeps its row.
+    r1_before, r1_after = before.run("r1"), after.run("r1")
+    assert r1_before is not None and r1_before is r1_after
+
+
+def test_a_changed_task_is_the_only_one_observed_again_after_adoption(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Task fingerprints are the same in every process (``hash`` of bytes is salted per
+    process): after adopting a worker's look of a run that is not the focus, changing one of
+    its tasks rebuilds that task's row only."""
+    directory = tmp_path / "p"
+    directory.mkdir()
+    project = Project(directory)
+    project.create(plan("r0", task_def("z")))
+    project.create(plan("r1", task_def("a"), task_def("b")))
+    project.start("r1", "a")
+    project.start("r1", "b")
+    [scanner] = _shared([str(directory)], 1, monkeypatch)
+    before = scanner.scan().run("r1")
+    assert before is not None and before.inspection is None  # not the focus run: keys, not records
+    project.record("r1", "a", Project.latest(_run(str(directory), "r1"), "a")["id"])
+    after = scanner.scan().run("r1")
+    assert after is not None
+    rows_before = {row.task_id: row for row in before.rows}
+    rows_after = {row.task_id: row for row in after.rows}
+    assert rows_after["a"] != rows_before["a"]
+    assert rows_after["b"] is rows_before["b"]
+
+
+def test_what_a_worker_cannot_look_at_is_left_to_the_scanner(tmp_path: Path) -> None:
+    directories = _fleet(tmp_path, projects=2)
+    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    os.rename(directories[1], directories[1] + "-gone")  # after the plan, before the look
+    looks = first_look.FirstLooks(2)
+    try:
+        answered = dict(looks.look(units))
+    finally:
+        looks.close()
+    assert looks.failed_units == 1
+    assert answered[1] == []
+    assert len(answered[0]) == 1
+
+
+def test_a_worker_killed_mid_load_leaves_its_units_to_the_scanners(tmp_path: Path) -> None:
+    directories = _fleet(tmp_path, projects=4)
+    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    looks = first_look.FirstLooks(1)
+    answered = {}
+    try:
+        for project, parts in looks.look(units):
+            answered[project] = parts
+            if len(answered) == 1:
+                looks._workers[0].process.kill()  # the only worker dies after its first answer
+    finally:
+        looks.close()
+    assert sorted(answered) == [0, 1, 2, 3]
+    assert len(answered[0]) == 1
+    assert looks.failed_units == 3
+    assert [answered[p] for p in (1, 2, 3)] == [[], [], []]
+
+
+def test_a_small_first_load_stays_in_process(tmp_path: Path) -> None:
+    directories = _fleet(tmp_path, projects=2)
+    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    assert not first_look.worth_sharing(units, processes=2)  # a few kilobytes
+    assert first_look.worth_sharing(units, processes=2, threshold=0)
+    assert not first_look.worth_sharing(units, processes=1, threshold=0)
+
+
+def test_a_project_that_cannot_be_listed_is_not_planned(tmp_path: Path) -> None:
+    directories = _fleet(tmp_path, projects=1)
+    units = first_look.plan([(0, directories[0], "r2"), (1, str(tmp_path / "nowhere"), None)])
+    assert [(unit.project, unit.focus) for unit in units] == [(0, "r2")]
+
+
+def _run(directory: str, run_id: str) -> dict[str, object]:
+    from nexus_core.observe import inspect_run
+
+    return dict(inspect_run(directory, run_id))
