@@ -7,8 +7,9 @@
    into ``--projects`` projects under one root, at depth 2 (``team-N/project-M``), each run
    re-homed to its copy (``project`` and checksums recomputed);
 2. first frame, and every project's row shown in the "All projects" tab (each project scanned
-   once), from App start, and the CPU seconds the process spent until then (every thread:
-   steadier than wall time on a shared machine); the process's resident set size then;
+   once), from App start, and the CPU seconds spent until then (every thread, and the worker
+   processes of a first load shared among them: steadier than wall time on a shared machine);
+   the process's resident set size then (and the largest of its ended workers');
 3. latency: a run file of one project replaced on disk (atomic rename, like the core) to the
    overview row of that project showing the change (its "blocked" count), with the file
    watcher and the discovery thread running; p50/p95/max over N changes.
@@ -24,6 +25,7 @@ import argparse
 import asyncio
 import gc
 import hashlib
+import os
 import resource
 import shutil
 import statistics
@@ -62,8 +64,29 @@ def floor(root: Path) -> dict[str, float]:
 
 
 def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """CPU seconds of this process and its children (the first load's worker processes), the
+    ones still running read from /proc."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():  # ppid
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
+
+
+def children_peak_rss_mb() -> float:
+    """The largest resident set of a child process that has ended (the first load's workers)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def build(root: Path, projects: int, runs: int, tasks: int) -> None:
@@ -112,6 +135,9 @@ async def measure(root: Path, projects: int, changes: int) -> dict[str, Any]:
             raise SystemExit(f"the data set is broken: {unreadable} unreadable run(s)")
         gc.collect()
         figures["RSS with every project loaded (MB)"] = rss_mb()
+        figures["first-load workers: projects / peak RSS of one (MB)"] = (
+            f"{app.first_looks_shared} / {children_peak_rss_mb():.0f}"
+        )
 
         # Latency: flip one running task of one project's run between running and blocked.
         target_dir = sorted(app.directories)[projects // 2]

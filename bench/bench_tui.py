@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import gc
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -155,6 +156,8 @@ async def measure(root: Path, runs: int, changes: int) -> dict[str, Any]:
         figures["every run's counts shown (s)"] = time.perf_counter() - started
         gc.collect()
         figures["RSS with all runs loaded (MB)"] = rss_mb()
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        figures["first-load workers: used / peak RSS of one (MB)"] = f"{bool(app.first_looks_shared)} / {peak:.0f}"
 
         # Latency: flip one task of the selected 200-task run between two real states.
         run_id = "r000"

@@ -296,7 +296,7 @@ class NexusApp(App[None]):
         if processes < 2:
             return
         firsts = [
-            (index, self.sessions[index].directory, self.sessions[index].scanner.focus)
+            (index, self.sessions[index].scanner)
             for index in taken
             if self.sessions[index].remote is None and self.sessions[index].scanner.never_scanned()
         ]

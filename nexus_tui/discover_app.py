@@ -99,6 +99,13 @@ class DiscoverApp(NexusApp):
         relative = os.path.relpath(directory, self.root)
         return terminal_safe(relative if not relative.startswith("..") else directory, one_line=True)
 
+    def open_session(self, index: int, directory: str) -> ProjectSession:
+        session = super().open_session(index, directory)
+        # No run of it is inspected for a detail pane until its pane is composed (compose_pane):
+        # a thousand projects' focus runs, parsed and kept, were most of a fleet's memory.
+        session.scanner.shown = False
+        return session
+
     def _pane_of(self, session: ProjectSession) -> ProjectPane:
         pane = ProjectPane(session, display_path=self.display_path, jobs=self.jobs)
         pane.following, pane.read_only = self.following, self.read_only
@@ -120,6 +127,10 @@ class DiscoverApp(NexusApp):
         the session's latest snapshot)."""
         pane = self._project_panes[index]
         if pane.parent is None:
+            session = self.sessions[index]
+            if session.remote is None and not session.scanner.shown:
+                session.scanner.shown = True
+                self.request_scan(index)  # its focus run, inspected for the detail
             await self.query_one(f"#tab-{index}", TabPane).mount(pane)
         return pane
 

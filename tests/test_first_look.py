@@ -41,7 +41,7 @@ def _seen(snapshot: ProjectSnapshot) -> list[object]:
 def _shared(directories: list[str], unit_bytes: int, monkeypatch: pytest.MonkeyPatch) -> list[ProjectScanner]:
     monkeypatch.setattr(first_look, "UNIT_BYTES", unit_bytes)
     scanners = [ProjectScanner(directory) for directory in directories]
-    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    units = first_look.plan(enumerate(scanners))
     looks = first_look.FirstLooks(2)
     try:
         answered = dict(looks.look(units))
@@ -62,7 +62,7 @@ def test_an_adopted_first_look_answers_as_the_scanner_s_own(
 ) -> None:
     directories = _fleet(tmp_path)
     monkeypatch.setattr(first_look, "UNIT_BYTES", unit_bytes)
-    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
     assert len(units) == (9 if unit_bytes == 1 else 3)
     assert {unit.focus for unit in units} == {"r1"}  # the first run, as the scanner shows it
     scanners = _shared(directories, unit_bytes, monkeypatch)
@@ -111,7 +111,7 @@ def test_a_changed_task_is_the_only_one_observed_again_after_adoption(
 
 def test_what_a_worker_cannot_look_at_is_left_to_the_scanner(tmp_path: Path) -> None:
     directories = _fleet(tmp_path, projects=2)
-    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
     os.rename(directories[1], directories[1] + "-gone")  # after the plan, before the look
     looks = first_look.FirstLooks(2)
     try:
@@ -125,7 +125,7 @@ def test_what_a_worker_cannot_look_at_is_left_to_the_scanner(tmp_path: Path) -> 
 
 def test_a_worker_killed_mid_load_leaves_its_units_to_the_scanners(tmp_path: Path) -> None:
     directories = _fleet(tmp_path, projects=4)
-    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
     looks = first_look.FirstLooks(1)
     answered = {}
     try:
@@ -143,16 +143,46 @@ def test_a_worker_killed_mid_load_leaves_its_units_to_the_scanners(tmp_path: Pat
 
 def test_a_small_first_load_stays_in_process(tmp_path: Path) -> None:
     directories = _fleet(tmp_path, projects=2)
-    units = first_look.plan((index, directory, None) for index, directory in enumerate(directories))
+    units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
     assert not first_look.worth_sharing(units, processes=2)  # a few kilobytes
     assert first_look.worth_sharing(units, processes=2, threshold=0)
     assert not first_look.worth_sharing(units, processes=1, threshold=0)
 
 
 def test_a_project_that_cannot_be_listed_is_not_planned(tmp_path: Path) -> None:
-    directories = _fleet(tmp_path, projects=1)
-    units = first_look.plan([(0, directories[0], "r2"), (1, str(tmp_path / "nowhere"), None)])
-    assert [(unit.project, unit.focus) for unit in units] == [(0, "r2")]
+    directories = _fleet(tmp_path, projects=2)
+    focused, hidden = ProjectScanner(directories[0]), ProjectScanner(directories[1])
+    focused.focus, hidden.shown = "r2", False
+    units = first_look.plan([(0, focused), (1, ProjectScanner(str(tmp_path / "nowhere"))), (2, hidden)])
+    assert [(unit.project, unit.focus) for unit in units] == [(0, "r2"), (2, None)]
+
+
+def test_a_project_no_pane_shows_keeps_no_inspection_until_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--discover's projects not opened yet: every run's rows and needs, no run inspected for a
+    detail pane, shared or not; shown, its focus run is inspected on the next scan."""
+    [directory] = _fleet(tmp_path, projects=1)
+    alone = ProjectScanner(directory)
+    alone.shown = False
+    monkeypatch.setattr(first_look, "UNIT_BYTES", 1)
+    hidden = ProjectScanner(directory)
+    hidden.shown = False
+    looks = first_look.FirstLooks(2)
+    try:
+        for _, parts in looks.look(first_look.plan([(0, hidden)])):
+            for looked in parts:
+                hidden.adopt(looked)
+    finally:
+        looks.close()
+    shown = ProjectScanner(directory).scan()
+    for scanner in (alone, hidden):
+        snapshot = scanner.scan()
+        assert [view.inspection for view in snapshot.runs] == [None, None, None]
+        assert [view.rows for view in snapshot.runs] == [view.rows for view in shown.runs]
+        assert snapshot.needs == shown.needs
+        scanner.shown = True
+        assert _seen(scanner.scan()) == _seen(shown)
 
 
 def _run(directory: str, run_id: str) -> dict[str, object]:

@@ -64,12 +64,13 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def plan(projects: Iterable[tuple[int, str, str | None]]) -> list[Unit]:
-    """Units covering the runs of these projects ((key, directory, focus) each; the focus as the
-    scanner has it, None: the first run). A project that cannot be listed is left out (its own
-    scan says why)."""
+def plan(projects: Iterable[tuple[int, ProjectScanner]]) -> list[Unit]:
+    """Units covering the runs of these projects ((key, its scanner) each; each unit carries the
+    scanner's focus run). A project that cannot be listed is left out (its own scan says why).
+    Reads the scanners' settings only: call it from the thread that owns them."""
     units: list[Unit] = []
-    for project, directory, wanted_focus in projects:
+    for project, scanner in projects:
+        directory = scanner.directory
         try:
             root = root_of(directory)
             run_ids = list_run_ids(root)
@@ -77,7 +78,7 @@ def plan(projects: Iterable[tuple[int, str, str | None]]) -> list[Unit]:
             continue
         if not run_ids:
             continue
-        focus = wanted_focus if wanted_focus in run_ids else run_ids[0]
+        focus = scanner.focus_among(run_ids)
         part: list[str] = []
         size = 0
         for run_id in run_ids:

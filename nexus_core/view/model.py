@@ -585,6 +585,10 @@ class ProjectScanner:
         self.root: str | None = None
         # The run whose full inspection the UI shows; None: the first listed run.
         self.focus: str | None = None
+        # False while no pane shows this project's runs (--discover's projects not opened yet):
+        # then no run is inspected for a detail pane, and no parsed run is kept (a fleet's
+        # memory); its summary and needs come from every run's rows as always.
+        self.shown = True
         self._memo: dict[str, _FileMemo] = {}
         self._views: dict[str, RunView] = {}
         self._hashes: dict[tuple[int, ...], str] = {}
@@ -648,7 +652,7 @@ class ProjectScanner:
             )
         run_ids: list[str] = inventory["runIds"]
         locks = (inventory.get("lock"), inventory.get("recoveryLock"))
-        focus = self.focus if self.focus in run_ids else (run_ids[0] if run_ids else None)
+        focus = self.focus_among(run_ids)
         forced = set(reinspect or ())
         if everything:
             forced |= self._safety_share(run_ids)
@@ -696,6 +700,12 @@ class ProjectScanner:
         if len(self._hashes) > 200_000:  # old stat keys pile up; start over rather than grow
             self._hashes.clear()
         return snapshot()
+
+    def focus_among(self, run_ids: list[str]) -> str | None:
+        """The run to inspect in full for the detail pane, of these (None: no pane shows them)."""
+        if not self.shown or not run_ids:
+            return None
+        return self.focus if self.focus in run_ids else run_ids[0]
 
     def look_at(self, run_ids: list[str], focus: str | None) -> Looked:
         """A first full inspection of these runs only (``focus``: the one whose inspection the UI

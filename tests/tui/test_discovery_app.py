@@ -95,6 +95,30 @@ async def test_a_first_load_shared_with_worker_processes_shows_what_one_process_
     assert any("1 dead lock" in text for text in shown[1][1])
 
 
+async def test_a_project_s_focus_run_is_inspected_once_its_tab_is_opened(tmp_path: Path) -> None:
+    """Until a project's pane is composed no run of it is inspected for a detail pane (its
+    overview row needs only the rows and needs); opened, its first run's detail is shown."""
+    three_projects(tmp_path)
+    app = discover_app(tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        quiet = app.directories.index(str(tmp_path / "team" / "quiet"))
+        snapshot = app.sessions[quiet].snapshot
+        assert snapshot is not None and [view.inspection for view in snapshot.runs] == [None]
+        assert app.overview.summaries[quiet].runs == 1
+        await pilot.press("right_square_bracket")  # the first project's tab
+        for _ in range(quiet):
+            await pilot.press("right_square_bracket")
+        await eventually(pilot, lambda: active_tab(app) == f"tab-{quiet}")
+
+        def inspected() -> bool:
+            latest = app.sessions[quiet].snapshot
+            return latest is not None and latest.runs[0].inspection is not None
+
+        await eventually(pilot, inspected, what="the opened project's focus run inspected")
+        assert app.pane.session.directory == str(tmp_path / "team" / "quiet")
+
+
 async def test_the_row_the_operator_chose_stays_chosen_when_rows_move(tmp_path: Path) -> None:
     projects = {name: small_project(tmp_path / name) for name in ("a", "b", "c")}
     app = discover_app(tmp_path, watch=True)
