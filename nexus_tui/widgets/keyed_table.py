@@ -9,9 +9,12 @@ from collections.abc import Callable, Container, Sequence
 from operator import itemgetter
 from typing import Any, ClassVar, Self
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual._two_way_dict import TwoWayDict
+from textual._types import SegmentLines
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.message import Message
@@ -28,8 +31,9 @@ class InPlaceCells(DataTable[Any]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Cells changed in place since the last render (see update_cell).
+        # Cells changed in place since the last render (see update_cell), and rows a sort moved.
         self._changed_cells: set[tuple[RowKey, ColumnKey]] = set()
+        self._moved_rows: set[RowKey] = set()
 
     def update_cell(
         self, row_key: RowKey | str, column_key: ColumnKey | str, value: CellType, *, update_width: bool = False
@@ -54,11 +58,11 @@ class InPlaceCells(DataTable[Any]):
         self.refresh_row(self.get_row_index(row))
 
     def sort(self, *columns: ColumnKey | str, key: Callable[[Any], Any] | None = None, reverse: bool = False) -> Self:
-        """DataTable's sort, re-rendering only the rows that moved. DataTable's own renders
-        every visible row again (its caches are keyed by one update count; a row's cells carry
-        its index, for the mouse): for the overview, one project changing rank cost a 40 ms
-        frame after the change was applied. Here the moved rows' renderings leave the caches
-        as changed cells do (update_cell), and only their lines are refreshed."""
+        """DataTable's sort, re-drawing only the rows that moved, from their cells' renderings.
+        DataTable's own renders every visible row again (its caches are keyed by one update
+        count): for the overview, one project changing rank cost a 40 ms frame after the change
+        was applied. Here the moved rows' lines are refreshed, and their cells rendered again only
+        where a zebra stripe changed (``_render_cell`` renames the row a reused cell carries)."""
         if not self.is_mounted:
             return super().sort(*columns, key=key, reverse=reverse)
 
@@ -78,22 +82,50 @@ class InPlaceCells(DataTable[Any]):
         self._offset_cache.clear()
         self._row_renderable_cache.clear()
         for index, row_key in moved:
-            self._changed_cells.update((row_key, column_key) for column_key in self.columns)
+            self._moved_rows.add(row_key)
             self.refresh_row(index)
         return self
 
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        """DataTable's cell, whose rendering is cached by row key, not index: a cell rendered
+        before its row moved (the same stripe, cursor and hover) is reused with the row index its
+        segments carry for the mouse renamed, instead of being rendered again (Rich's layout of
+        the cell was most of a moved row's cost)."""
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        if row_index < 0 or not lines or not lines[0]:
+            return lines  # the header, or nothing drawn
+        style = lines[0][0].style
+        if style is None or style.meta.get("row") == row_index:
+            return lines
+        place = Style.from_meta({"row": row_index, "column": column_index})
+        return [
+            [Segment(text, (drawn + place) if drawn else place, control) for text, drawn, control in line]
+            for line in lines
+        ]
+
     def render_lines(self, crop: Region) -> list[Strip]:
-        if self._changed_cells:
+        if self._changed_cells or self._moved_rows:
             self._forget_changed_cells()
         return super().render_lines(crop)
 
     def _forget_changed_cells(self) -> None:
-        """Drop what DataTable rendered of the changed cells and their rows' lines (one pass
-        over each cache for everything changed since the last render); the rest is reused."""
+        """Drop what DataTable rendered of the changed cells, and the lines of their rows and of
+        the rows that moved (one pass over each cache for everything since the last render); the
+        rest is reused."""
         cells, self._changed_cells = self._changed_cells, set()
-        rows = {row for row, _ in cells}
+        rows = {row for row, _ in cells} | self._moved_rows
+        self._moved_rows = set()
         indexes = {self._row_locations.get(row) for row in rows}
-        _forget(self._cell_render_cache, lambda key: key[:2] in cells)  # (row key, column key, styles..., count)
+        if cells:
+            _forget(self._cell_render_cache, lambda key: key[:2] in cells)  # (row key, column key, styles..., count)
         _forget(self._row_render_cache, lambda key: key[0] in rows)  # (row key, line, styles..., update count)
         _forget(self._row_renderable_cache, lambda key: key[1] in indexes)  # (update count, row index)
         # Lines are keyed by their y in the table (the header's lines first): the changed rows'
