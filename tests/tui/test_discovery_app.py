@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -214,8 +215,8 @@ async def test_project_actions_are_off_on_the_overview(tmp_path: Path) -> None:
 
 
 async def test_tab_labels_show_each_project_s_needs_once_loaded(tmp_path: Path) -> None:
-    """While --discover loads, tab labels are shown a few at a time (each change lays the tab
-    strip out again); once loaded, every tab names its project's count of needs."""
+    """While --discover loads, tab labels wait for its end (each change lays the tab strip out
+    again); once loaded, every tab names its project's count of needs."""
     projects = three_projects(tmp_path)
     app = discover_app(tmp_path)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -231,3 +232,25 @@ async def test_tab_labels_show_each_project_s_needs_once_loaded(tmp_path: Path) 
         write_dead_writer_lock(projects["quiet"], hostname())
         app.request_scan(app.directories.index(projects["quiet"]))
         await eventually(pilot, lambda: label("quiet") == "team/quiet (1)")  # at once, after the load
+
+
+async def test_a_burst_of_tab_label_changes_is_laid_out_at_most_twice(tmp_path: Path) -> None:
+    """Label changes are shown at once, then at most every LABELS_AT_MOST_EVERY_SECONDS while
+    they keep coming: five changes of a count in a row are two layouts of the tab strip, and the
+    tab ends on the last count."""
+    projects = three_projects(tmp_path)
+    app = discover_app(tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        tabs = app.query_one("#projects", TabbedContent)
+        quiet = app.sessions[app.directories.index(projects["quiet"])]
+        locked = app.sessions[app.directories.index(projects["locked"])]
+        assert quiet.snapshot is not None and locked.snapshot is not None
+        before, need = app.label_passes, locked.snapshot.needs[0]
+        for count in range(1, 6):
+            quiet.snapshot = dataclasses.replace(quiet.snapshot, needs=(need,) * count)
+            app.needs_changed(quiet)
+        assert app.title == "nexus (7 needs you)"  # the title follows at once
+        await eventually(pilot, lambda: str(tabs.get_tab(f"tab-{quiet.index}").label) == "team/quiet (5)")
+        await pilot.pause(0.6)
+        assert app.label_passes - before <= 2
