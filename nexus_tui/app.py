@@ -316,7 +316,7 @@ class NexusApp(App[None]):
             return
         looks = first_look.FirstLooks(processes)
         try:
-            yield from looks.look(units)
+            yield from looks.look(units, stopped=lambda: self._requests.closed)
         finally:
             looks.close()
             self.first_look_workers_failed += looks.failed_units

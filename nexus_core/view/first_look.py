@@ -26,7 +26,7 @@ import signal
 import struct
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -43,6 +43,7 @@ SHARE_FROM_BYTES = 4_000_000
 # (a pickle each way) is a small part of it.
 UNIT_BYTES = 1_000_000
 MAX_PROCESSES = 4
+STOP_CHECK_SECONDS = 0.25
 _HEADER = struct.Struct(">Q")
 
 
@@ -144,9 +145,12 @@ class FirstLooks:
         self._workers: list[_Worker] = []
         self.failed_units = 0  # units a worker could not answer (left to the scanners)
 
-    def look(self, units: list[Unit]) -> Iterator[tuple[int, list[Looked]]]:
+    def look(
+        self, units: list[Unit], stopped: Callable[[], bool] = lambda: False
+    ) -> Iterator[tuple[int, list[Looked]]]:
         """(project, its looked parts) as each project's last unit comes back, in the order they
-        complete; a project whose every unit failed comes with no parts."""
+        complete; a project whose every unit failed comes with no parts. Ends early, with
+        nothing more, once ``stopped()`` (asked every STOP_CHECK_SECONDS while waiting)."""
         waiting = {unit.project: 0 for unit in units}
         for unit in units:
             waiting[unit.project] += 1
@@ -164,7 +168,9 @@ class FirstLooks:
                     todo.pop()
                     selector.register(worker.answers, selectors.EVENT_READ, worker)
             while selector.get_map():
-                for key, _ in selector.select():
+                if stopped():
+                    return
+                for key, _ in selector.select(STOP_CHECK_SECONDS):
                     worker = key.data
                     unit = worker.unit
                     assert unit is not None
