@@ -136,7 +136,7 @@ async def measure(root: Path, projects: int, changes: int) -> dict[str, Any]:
         gc.collect()
         figures["RSS with every project loaded (MB)"] = rss_mb()
         figures["first-load workers: projects / peak RSS of one (MB)"] = (
-            f"{app.first_looks_shared} / {children_peak_rss_mb():.0f}"
+            f"{getattr(app, 'first_looks_shared', 0)} / {children_peak_rss_mb():.0f}"
         )
 
         # Latency: flip one running task of one project's run between running and blocked.

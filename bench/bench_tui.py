@@ -157,7 +157,9 @@ async def measure(root: Path, runs: int, changes: int) -> dict[str, Any]:
         gc.collect()
         figures["RSS with all runs loaded (MB)"] = rss_mb()
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        figures["first-load workers: used / peak RSS of one (MB)"] = f"{bool(app.first_looks_shared)} / {peak:.0f}"
+        figures["first-load workers: used / peak RSS of one (MB)"] = (
+            f"{bool(getattr(app, 'first_looks_shared', 0))} / {peak:.0f}"
+        )
 
         # Latency: flip one task of the selected 200-task run between two real states.
         run_id = "r000"
