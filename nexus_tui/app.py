@@ -13,6 +13,7 @@ import gc
 import os
 import shlex
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -30,13 +31,14 @@ from nexus_core.errors import explained
 from nexus_core.terminal import is_terminal_safe, terminal_safe
 from nexus_core.timeutil import now_ms
 from nexus_core.view import first_look
+from nexus_core.view.model import PUBLISH_EVERY_SECONDS
 
 from . import actions
 from .action_flow import ActionFlow
 from .job_flow import JobChanged
 from .logic.demo import DemoBuild
 from .logic.jobs import Jobs
-from .logic.model import Looked, ProjectSnapshot
+from .logic.model import ProjectSnapshot
 from .logic.notify import COALESCE_SECONDS, Notifier
 from .logic.operations import OPERATIONS
 from .logic.operations.place import Place
@@ -139,6 +141,7 @@ class NexusApp(App[None]):
         # A first load of at least this many bytes of run files is shared with worker processes.
         self.share_first_look_from_bytes = first_look.SHARE_FROM_BYTES
         self.first_looks_shared = 0  # projects whose first look came from worker processes
+        self._published_at: dict[int, float] = {}  # partial snapshots of a shared first look
         self.first_look_workers_failed = 0  # units the workers could not answer (the scanner did)
         self.scans_applied = 0
         self.ticks = 0  # 1 s ticks run so far (the ages moved; a test waits on it)
@@ -285,12 +288,16 @@ class NexusApp(App[None]):
             worker = get_current_worker()
             while not worker.is_cancelled and not requests.closed:
                 taken = {request.project: request for request in requests.take(0.25)}
-                for index, parts in self._first_looks_shared(taken):
-                    for looked in parts:
-                        self.sessions[index].scanner.adopt(looked)
-                    self.first_looks_shared += bool(parts)
-                    # Just looked at in full: the safety pass's status walk would find nothing.
-                    scan(taken.pop(index), everything=False)
+                for answer in self._first_looks_shared(taken):
+                    scanner = self.sessions[answer.project].scanner
+                    if answer.looked is not None:
+                        scanner.adopt(answer.looked)
+                    if answer.last:
+                        self.first_looks_shared += not scanner.never_scanned()
+                        # Just looked at in full: the safety pass's status walk would find nothing.
+                        scan(taken.pop(answer.project), everything=False)
+                    else:
+                        self._publish_known(answer.project)
                     if worker.is_cancelled:
                         return
                 for request in taken.values():
@@ -298,9 +305,9 @@ class NexusApp(App[None]):
 
         self.run_worker(loop, thread=True, group="scanner", name="scanner", exit_on_error=True)
 
-    def _first_looks_shared(self, taken: dict[int, Taken]) -> Iterator[tuple[int, list[Looked]]]:
-        """For the taken projects never scanned, when their runs are many: (project, what worker
-        processes found of its runs) as each project's come back. Nothing for a small load."""
+    def _first_looks_shared(self, taken: dict[int, Taken]) -> Iterator[first_look.Answer]:
+        """For the taken projects never scanned, when their runs are many: what worker processes
+        found of them, unit by unit as it comes back. Nothing for a small load."""
         processes = min(first_look.usable_cores(), first_look.MAX_PROCESSES)
         if processes < 2:
             return
@@ -314,12 +321,27 @@ class NexusApp(App[None]):
         units = first_look.plan(firsts)
         if not first_look.worth_sharing(units, processes, self.share_first_look_from_bytes):
             return
+        self._published_at.clear()
+        units_of = Counter(unit.project for unit in units)
+        for project in (project for project, count in units_of.items() if count > 1):
+            self._publish_known(project)  # a project of many units: its runs listed, loading, at once
         looks = first_look.FirstLooks(processes)
         try:
             yield from looks.look(units, stopped=lambda: self._requests.closed)
         finally:
             looks.close()
             self.first_look_workers_failed += looks.failed_units
+
+    def _publish_known(self, index: int) -> None:
+        """A project whose first load is shared: what its scanner knows so far, shown as a partial
+        scan (at once the first time, then at most every PUBLISH_EVERY_SECONDS)."""
+        now = time.monotonic()
+        if now - self._published_at.get(index, -PUBLISH_EVERY_SECONDS) < PUBLISH_EVERY_SECONDS:
+            return
+        snapshot = self.sessions[index].scanner.known()
+        if snapshot is not None:
+            self._published_at[index] = now
+            self.post_message(ProjectScanned(index, snapshot, (), partial=True))
 
     # -- the demo (--demo): built after the first frame, its steps shown as they come
     @work(thread=True, group="demo", exit_on_error=False)

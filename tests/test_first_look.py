@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from project_kit import Project, plan, task_def
 
 from nexus_core.view import first_look
-from nexus_core.view.model import ProjectScanner, ProjectSnapshot
+from nexus_core.view.model import Looked, ProjectScanner, ProjectSnapshot
 
 
 def _fleet(root: Path, projects: int = 3) -> list[str]:
@@ -45,7 +46,7 @@ def _shared(directories: list[str], unit_bytes: int, monkeypatch: pytest.MonkeyP
     units = first_look.plan(enumerate(scanners))
     looks = first_look.FirstLooks(2)
     try:
-        answered = dict(looks.look(units))
+        answered = _by_project(looks.look(units))
     finally:
         looks.close()
     assert looks.failed_units == 0
@@ -116,7 +117,7 @@ def test_what_a_worker_cannot_look_at_is_left_to_the_scanner(tmp_path: Path) -> 
     os.rename(directories[1], directories[1] + "-gone")  # after the plan, before the look
     looks = first_look.FirstLooks(2)
     try:
-        answered = dict(looks.look(units))
+        answered = _by_project(looks.look(units))
     finally:
         looks.close()
     assert looks.failed_units == 1
@@ -128,15 +129,16 @@ def test_a_worker_killed_mid_load_leaves_its_units_to_the_scanners(tmp_path: Pat
     directories = _fleet(tmp_path, projects=4)
     units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
     looks = first_look.FirstLooks(1)
-    answered = {}
+    answers = []
     try:
-        for project, parts in looks.look(units):
-            answered[project] = parts
-            if len(answered) == 1:
+        for answer in looks.look(units):
+            answers.append(answer)
+            if len(answers) == 1:
                 [worker] = _workers_of_this_process()
                 os.kill(worker, signal.SIGKILL)  # the only worker dies after its first answer
     finally:
         looks.close()
+    answered = _by_project(answers)
     assert sorted(answered) == [0, 1, 2, 3]
     assert len(answered[0]) == 1
     # The unit it was sent after its first answer may have come back before it died; the
@@ -174,9 +176,9 @@ def test_a_project_no_pane_shows_keeps_no_inspection_until_shown(
     hidden.shown = False
     looks = first_look.FirstLooks(2)
     try:
-        for _, parts in looks.look(first_look.plan([(0, hidden)])):
-            for looked in parts:
-                hidden.adopt(looked)
+        for answer in looks.look(first_look.plan([(0, hidden)])):
+            assert answer.looked is not None
+            hidden.adopt(answer.looked)
     finally:
         looks.close()
     shown = ProjectScanner(directory).scan()
@@ -204,13 +206,29 @@ def test_a_stopped_look_ends_at_once_and_leaves_no_worker(tmp_path: Path, monkey
     looks = first_look.FirstLooks(2)
     answered = []
     try:
-        for project, _ in looks.look(units, stopped=lambda: bool(answered)):
-            answered.append(project)
+        for answer in looks.look(units, stopped=lambda: bool(answered)):
+            answered.append(answer.project)
             assert len(_workers_of_this_process()) == 2
     finally:
         looks.close()
     assert len(answered) == 1
     assert _workers_of_this_process() == []
+
+
+def _by_project(answers: Iterable[first_look.Answer]) -> dict[int, list[Looked]]:
+    """Each project's looked parts (a failed unit adds none), checking that each project's
+    last answer is the one that says so."""
+    parts: dict[int, list[Looked]] = {}
+    ended: set[int] = set()
+    for answer in answers:
+        assert answer.project not in ended
+        parts.setdefault(answer.project, [])
+        if answer.looked is not None:
+            parts[answer.project].append(answer.looked)
+        if answer.last:
+            ended.add(answer.project)
+    assert ended == set(parts)
+    return parts
 
 
 def _workers_of_this_process() -> list[int]:

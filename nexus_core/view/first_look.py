@@ -28,7 +28,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from nexus_core.errors import explained
 from nexus_core.paths import root_of
@@ -100,6 +100,15 @@ def worth_sharing(units: list[Unit], processes: int, threshold: int = SHARE_FROM
     return processes >= 2 and len(units) >= 2 and sum(unit.size for unit in units) >= threshold
 
 
+class Answer(NamedTuple):
+    """One unit's answer: what a worker found of those runs (None: it could not say), and
+    whether it was the project's last unit."""
+
+    project: int
+    looked: Looked | None
+    last: bool
+
+
 class _Worker:
     def __init__(self) -> None:
         package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -145,18 +154,22 @@ class FirstLooks:
         self._workers: list[_Worker] = []
         self.failed_units = 0  # units a worker could not answer (left to the scanners)
 
-    def look(
-        self, units: list[Unit], stopped: Callable[[], bool] = lambda: False
-    ) -> Iterator[tuple[int, list[Looked]]]:
-        """(project, its looked parts) as each project's last unit comes back, in the order they
-        complete; a project whose every unit failed comes with no parts. Ends early, with
-        nothing more, once ``stopped()`` (asked every STOP_CHECK_SECONDS while waiting)."""
-        waiting = {unit.project: 0 for unit in units}
+    def look(self, units: list[Unit], stopped: Callable[[], bool] = lambda: False) -> Iterator[Answer]:
+        """Each unit's answer as it comes back; a project's last one says so (``last``). A unit
+        no worker could answer comes as ``looked=None``. Ends early, with nothing more, once
+        ``stopped()`` (asked every STOP_CHECK_SECONDS while waiting)."""
+        left = {unit.project: 0 for unit in units}
         for unit in units:
-            waiting[unit.project] += 1
-        parts: dict[int, list[Looked]] = {project: [] for project in waiting}
+            left[unit.project] += 1
         todo = list(reversed(units))
         selector = selectors.DefaultSelector()
+
+        def answered(unit: Unit, looked: Looked | None) -> Answer:
+            left[unit.project] -= 1
+            if looked is None:
+                self.failed_units += 1
+            return Answer(unit.project, looked, left[unit.project] == 0)
+
         try:
             while len(self._workers) < min(self.processes, len(units)):
                 try:
@@ -174,23 +187,16 @@ class FirstLooks:
                     worker = key.data
                     unit = worker.unit
                     assert unit is not None
-                    answer = _receive(worker.answers)
-                    if isinstance(answer, Looked):
-                        parts[unit.project].append(answer)
-                    else:  # an explanation (str), or None: the worker is gone
-                        self.failed_units += 1
+                    answer = _receive(worker.answers)  # a Looked, an explanation (str), or None: gone
                     worker.unit = None
                     if answer is None or not (todo and worker.send(todo[-1])):
                         selector.unregister(worker.answers)
                     else:
                         todo.pop()
-                    waiting[unit.project] -= 1
-                    if waiting[unit.project] == 0:
-                        yield unit.project, parts.pop(unit.project)
+                    yield answered(unit, answer if isinstance(answer, Looked) else None)
             # No worker left to ask (none started, or all gone): the rest are the scanners'.
-            self.failed_units += len(todo)
-            for project in [p for p, count in waiting.items() if count > 0 and p in parts]:
-                yield project, parts.pop(project)
+            while todo:
+                yield answered(todo.pop(), None)
         finally:
             selector.close()
 

@@ -665,19 +665,7 @@ class ProjectScanner:
             changed.add(gone)
 
         def snapshot() -> ProjectSnapshot:
-            runs = tuple(self._views.get(r) or _loading_view(r) for r in run_ids)
-            return ProjectSnapshot(
-                directory=self.directory,
-                root=root,
-                runs=runs,
-                writer_lock=lock_view("writer.lock", locks[0]),
-                recovery_lock=lock_view("recovery.lock", locks[1], recovery_lock_hint(locks[1], root)),
-                scanned_at_ms=moment,
-                stray_temp_files=int(inventory.get("strayTempFiles") or 0),
-                changed=frozenset(changed),
-                unsafe_directories=tuple(inventory["unsafeStateDirectories"]),
-                needs=self._project_needs(root, runs, locks),
-            )
+            return self._snapshot(root, inventory, moment, changed)
 
         first_load = any(r not in self._views for r in run_ids)
         if publish is not None and first_load and len(run_ids) > 1:
@@ -743,6 +731,34 @@ class ProjectScanner:
     def never_scanned(self) -> bool:
         """No run of this project was read yet (its first scan reads them all)."""
         return not self._views
+
+    def _snapshot(self, root: str, inventory: JsonObject, moment: int, changed: set[str]) -> ProjectSnapshot:
+        """The project as far as this scanner knows its runs (the others shown loading)."""
+        run_ids: list[str] = inventory["runIds"]
+        locks = (inventory.get("lock"), inventory.get("recoveryLock"))
+        runs = tuple(self._views.get(r) or _loading_view(r) for r in run_ids)
+        return ProjectSnapshot(
+            directory=self.directory,
+            root=root,
+            runs=runs,
+            writer_lock=lock_view("writer.lock", locks[0]),
+            recovery_lock=lock_view("recovery.lock", locks[1], recovery_lock_hint(locks[1], root)),
+            scanned_at_ms=moment,
+            stray_temp_files=int(inventory.get("strayTempFiles") or 0),
+            changed=frozenset(changed),
+            unsafe_directories=tuple(inventory["unsafeStateDirectories"]),
+            needs=self._project_needs(root, runs, locks),
+        )
+
+    def known(self) -> ProjectSnapshot | None:
+        """What this scanner knows now, reading no run (those it has not seen shown loading):
+        while a first load goes on elsewhere. None if the project cannot be listed."""
+        try:
+            root = self._resolve_root()
+            inventory = _inventory(root)
+        except Exception:
+            return None
+        return self._snapshot(root, inventory, now_ms(), set())
 
     def _project_needs(self, root: str, runs: tuple[RunView, ...], locks: tuple[Any, Any]) -> tuple[Need, ...]:
         """Everything in the project that waits on a person, oldest first (the classifier's)."""
