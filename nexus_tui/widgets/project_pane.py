@@ -224,7 +224,7 @@ class ProjectPane(Vertical):
         with self.app.batch_update():
             self._sync_runs(now, retime=True)
             self._sync_tasks(now, retime=True)
-            self._sync_detail(now, times_only=True)
+            self._sync_detail(now)
             self.sync_status(now)
 
     @on(KeyedTable.Scrolled)
@@ -393,8 +393,8 @@ class ProjectPane(Vertical):
             update_changed(widget, plain(problem or "", styles_of(self.app).themed("$warning")))
             widget.display = problem is not None
 
-    def _sync_detail(self, now: int, times_only: bool = False) -> None:
-        self.query_one(TaskDetail).sync(self.session, now, self.display_path, times_only=times_only)
+    def _sync_detail(self, now: int) -> None:
+        self.query_one(TaskDetail).sync(self.session, now, self.display_path)
 
     def sync_status(self, now: int) -> None:
         if not self._composed:

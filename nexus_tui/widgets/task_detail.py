@@ -1,7 +1,8 @@
 """The detail pane of the selected task (or run): header, attempts as a tree, the latest
-verification. It renders from a project's session; the tree is rebuilt only when the task or
-its inspection changed (the tick only refreshes the texts). Its texts: ``detail_text.py`` (the
-headers, the verification) and ``attempt_tree.py`` (the attempts)."""
+verification. It renders from a project's session; the tree is rebuilt only when what it shows
+changed (another task, or the task's attempts reading differently): a scan of the run that left
+the selected task as it was, or a tick that moved no age of its attempts, costs no layout. Its
+texts: ``detail_text.py`` (the headers, the verification) and ``attempt_tree.py`` (the attempts)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ class TaskDetail(VerticalScroll):
     def __init__(self, index: int) -> None:
         super().__init__(classes="detail", id=f"detail-{index}")
         self.index = index
-        self._shown: tuple[Any, ...] | None = None  # (run, task, inspection) the tree shows
+        self._shown: tuple[Any, ...] | None = None  # (run, task, nodes) the tree shows
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Loading…", style="dim"), classes="detail-head", id=f"detail-head-{self.index}")
@@ -67,9 +68,7 @@ class TaskDetail(VerticalScroll):
         """Rebuild the tree at the next sync (the theme changed)."""
         self._shown = None
 
-    def sync(
-        self, session: ProjectSession, now: int, display_path: Callable[[str], str], *, times_only: bool = False
-    ) -> None:
+    def sync(self, session: ProjectSession, now: int, display_path: Callable[[str], str]) -> None:
         snapshot, view = session.snapshot, session.current_view()
         head = self.query_one(f"#detail-head-{self.index}", Static)
         verification = self.query_one(f"#detail-verification-{self.index}", Static)
@@ -94,9 +93,10 @@ class TaskDetail(VerticalScroll):
         header, nodes, verification_body = detail
         update_changed(head, run_header(view, snapshot, now, styles, display_path) + header if view.error else header)
         update_changed(verification, verification_body)
-        key = (view.run_id, session.task_id, id(view.inspection))
-        if times_only and key == self._shown:
-            return
+        # By content, not by the inspection's identity: each scan of the run makes a new one, and
+        # rebuilding the tree (a layout of the whole screen) was most of the frame after any
+        # change to the run, whichever task it touched.
+        key = (view.run_id, session.task_id, nodes)
         if key != self._shown:
             tree.clear()
             for node in nodes:

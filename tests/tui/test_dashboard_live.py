@@ -196,3 +196,33 @@ async def test_the_first_run_seen_keeps_its_full_view_when_runs_sorting_before_i
         assert app.pane.session.run_id == "zeta"
         assert app.pane.session.scanner.focus == "zeta"
         assert "loading" not in str(head.render())
+
+
+async def test_the_attempt_tree_is_rebuilt_only_when_the_selected_task_s_attempts_read_differently(
+    tmp_path: Path,
+) -> None:
+    """Every scan of the run makes a new inspection; the selected task's attempt tree is built
+    again only when what it shows changed (rebuilding it lays the whole screen out): another task
+    starting leaves its nodes as they were, the task's own new attempt does not."""
+    root = small_project(tmp_path / "p")
+    frozen = time.time() + 120  # ages read in minutes, and the clock stands still: no age moves
+    timeutil.set_clock(lambda: frozen)
+    app = quiet_app([root])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        await select(pilot, "live", "t1")
+        pane = app.pane
+        tree = pane.attempts_tree
+        await eventually(pilot, lambda: len(tree.root.children) == 1)
+        before = list(tree.root.children)
+        inspection = pane.current_view().inspection  # type: ignore[union-attr]
+        engine.start_task(root, "live", "t2", {"backend": HOST})
+        app.request_scan(0)
+        await eventually(pilot, lambda: cell(pane.tasks, "t2", "attempts") == "1/2")  # tries / the plan's limit
+        assert pane.current_view().inspection is not inspection  # type: ignore[union-attr]
+        assert list(tree.root.children) == before and all(
+            a is b for a, b in zip(tree.root.children, before, strict=True)
+        )
+        finish(root, "live", "t1", accept=False)
+        app.request_scan(0)
+        await eventually(pilot, lambda: any(a is not b for a, b in zip(tree.root.children, before, strict=True)))
