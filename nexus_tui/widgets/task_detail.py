@@ -1,12 +1,12 @@
 """The detail pane of the selected task (or run): header, attempts as a tree, the latest
-verification. It renders from a project's session; the tree is rebuilt only when what it shows
-changed (another task, or the task's attempts reading differently): a scan of the run that left
-the selected task as it was, or a tick that moved no age of its attempts, costs no layout. Its
-texts: ``detail_text.py`` (the headers, the verification) and ``attempt_tree.py`` (the attempts)."""
+verification. It renders from a project's session; the tree is built again only when its shape
+changes (another task, an attempt or a branch more); otherwise the labels that read differently
+(an age moving, a state) are set in place, which costs no layout. Its texts: ``detail_text.py``
+(the headers, the verification) and ``attempt_tree.py`` (the attempts)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rich.text import Text
@@ -50,7 +50,8 @@ class TaskDetail(VerticalScroll):
     def __init__(self, index: int) -> None:
         super().__init__(classes="detail", id=f"detail-{index}")
         self.index = index
-        self._shown: tuple[Any, ...] | None = None  # (run, task, nodes) the tree shows
+        self._shown: tuple[Any, ...] | None = None  # (run, task, shape) the tree shows
+        self._labels: list[Node] = []  # the nodes whose labels the tree shows
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Loading…", style="dim"), classes="detail-head", id=f"detail-head-{self.index}")
@@ -93,15 +94,30 @@ class TaskDetail(VerticalScroll):
         header, nodes, verification_body = detail
         update_changed(head, run_header(view, snapshot, now, styles, display_path) + header if view.error else header)
         update_changed(verification, verification_body)
-        # By content, not by the inspection's identity: each scan of the run makes a new one, and
-        # rebuilding the tree (a layout of the whole screen) was most of the frame after any
-        # change to the run, whichever task it touched.
-        key = (view.run_id, session.task_id, nodes)
+        # Not by the inspection's identity: each scan of the run makes a new one, and building the
+        # tree again (a layout of the whole screen) was most of the frame after any change to the
+        # run, whichever task it touched.
+        key = (view.run_id, session.task_id, _shape(nodes))
         if key != self._shown:
             tree.clear()
             for node in nodes:
                 _add_node(tree.root, node)
             self._shown = key
+        else:
+            _relabel(tree.root.children, nodes, self._labels)
+        self._labels = nodes
+
+
+def _shape(nodes: list[Node]) -> tuple[Any, ...]:
+    return tuple((node.expand, _shape(node.children)) for node in nodes)
+
+
+def _relabel(shown: Iterable[Any], nodes: list[Node], before: list[Node]) -> None:
+    """Set in place the labels that read differently (the tree has the nodes' shape)."""
+    for tree_node, node, old in zip(shown, nodes, before, strict=True):
+        if node.label != old.label:
+            tree_node.set_label(node.label)
+        _relabel(tree_node.children, node.children, old.children)
 
 
 def _add_node(parent: Any, node: Node) -> None:
