@@ -39,6 +39,9 @@ class ProjectSession:
     # A project on another host (--ssh): its snapshots come from the host's observer, never
     # from ``scanner``, and its actions run there (logic/remote.py).
     remote: RemoteLink | None = None
+    # watched_paths' last answer and what it depended on (the watcher asks every project's
+    # paths each time one project's change: a status per project each time, with a thousand).
+    _watched: tuple[tuple[object, ...], tuple[str, ...]] | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:  # short: worker descriptions name the session they watch
         return f"ProjectSession({self.index}, {self.directory!r})"
@@ -62,8 +65,13 @@ class ProjectSession:
         return appeared
 
     def watched_paths(self, max_scopes: int) -> list[str]:
-        """The state directory and, within the inotify budget, the scopes of the runs shown."""
+        """The state directory and, within the inotify budget, the scopes of the runs shown (the
+        same answer while the root and the scopes stay and the state directory was there at the
+        last scan; without one, its appearing is looked for each time)."""
         root = self.snapshot.root if self.snapshot else None
+        key = (root, self.has_base, self.scope_paths, max_scopes)
+        if self.has_base and self._watched is not None and self._watched[0] == key:
+            return list(self._watched[1])
         paths = []
         if root and os.path.isdir(os.path.join(root, BASE)):
             paths.append(os.path.join(root, BASE))
@@ -71,6 +79,7 @@ class ProjectSession:
         # re-inspects every run in turn) is what notices edits inside scopes.
         if len(self.scope_paths) <= max_scopes:
             paths.extend(self.scope_paths)
+        self._watched = (key, tuple(paths))
         return paths
 
     def runs_touched(self, root: str, changed: set[str]) -> set[str]:
