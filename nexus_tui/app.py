@@ -476,7 +476,11 @@ class NexusApp(App[None]):
         total = sum(self._need_counts.values())
         title = f"nexus ({total} need{'s' if total != 1 else ''} you)" if total else "nexus"
         if self.title != title:
-            self.title = title
+            # Set without App.title's repaint of the whole screen (with a thousand projects
+            # loading, each count moved it: a full repaint a frame). No widget of ours shows it;
+            # the browser's page title follows it (watch_title).
+            self.set_reactive(App.title, title)
+            self.watch_title(title)
         # Before the load ends the notifier takes nothing (first_load_done starts it with all).
         if self.notifier.started and self.notifier.observe(self.open_needs()):
             self._schedule_notification()
