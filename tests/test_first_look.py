@@ -66,7 +66,10 @@ def test_an_adopted_first_look_answers_as_the_scanner_s_own(
     monkeypatch.setattr(first_look, "UNIT_BYTES", unit_bytes)
     units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
     assert len(units) == (9 if unit_bytes == 1 else 3)
-    assert {unit.focus for unit in units} == {"r1"}  # the first run, as the scanner shows it
+    if unit_bytes == 1:  # split here: each unit names the project's focus run, its first
+        assert {unit.focus for unit in units} == {"r1"}
+    else:  # whole projects: the worker lists the runs and picks the focus as the scanner would
+        assert {(unit.run_ids, unit.focus, unit.shown) for unit in units} == {(None, None, True)}
     scanners = _shared(directories, unit_bytes, monkeypatch)
     for directory, scanner in zip(directories, scanners, strict=True):
         assert not scanner.never_scanned()
@@ -160,7 +163,7 @@ def test_a_project_that_cannot_be_listed_is_not_planned(tmp_path: Path) -> None:
     focused, hidden = ProjectScanner(directories[0]), ProjectScanner(directories[1])
     focused.focus, hidden.shown = "r2", False
     units = first_look.plan([(0, focused), (1, ProjectScanner(str(tmp_path / "nowhere"))), (2, hidden)])
-    assert [(unit.project, unit.focus) for unit in units] == [(0, "r2"), (2, None)]
+    assert [(unit.project, unit.focus, unit.shown) for unit in units] == [(0, "r2", True), (2, None, False)]
 
 
 def test_a_project_no_pane_shows_keeps_no_inspection_until_shown(

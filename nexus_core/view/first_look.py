@@ -11,8 +11,8 @@ costs a stat per run (a run changed meanwhile is read again, as after any earlie
 Whatever a worker could not do (it failed, died, or could not start) is simply not given: the
 scanner's own scan reads what it was not given. The answer is the same, only slower.
 
-Workers only read. Requests (directory, run ids, focus) and answers travel as pickles over the
-pipes of the workers this process started, never through a shared directory.
+Workers only read. Requests (a Unit's directory, run ids, focus) and answers travel as pickles
+over the pipes of the workers this process started, never through a shared directory.
 """
 
 from __future__ import annotations
@@ -32,17 +32,20 @@ from typing import IO, Any, NamedTuple
 
 from nexus_core.errors import explained
 from nexus_core.paths import root_of
-from nexus_core.state.store import list_run_ids, run_path
+from nexus_core.state.store import RUNS, list_run_ids, run_path
 from nexus_core.view.model import Looked, ProjectScanner
 
-# A first look smaller than this is done by the scanner itself: starting workers costs about
-# 0.1 s of a core each, the price of reading 4 MB of runs.
+# A first look at fewer than MANY_PROJECTS projects whose run files come to less than this is done
+# by the scanner itself: starting workers costs about 0.1 s of a core each, the price of reading
+# 4 MB of runs.
 SHARE_FROM_BYTES = 4_000_000
 # Runs are sent in units of about this many bytes of run files (a larger run is a unit alone):
 # small enough that the last units finish together, large enough that a unit's round trip
 # (a pickle each way) is a small part of it.
 UNIT_BYTES = 1_000_000
 MAX_PROCESSES = 4
+# A first look at this many projects or more is shared whatever their size (see plan).
+MANY_PROJECTS = 16
 STOP_CHECK_SECONDS = 0.25
 _HEADER = struct.Struct(">Q")
 
@@ -53,9 +56,13 @@ class Unit:
 
     project: int
     directory: str
-    run_ids: tuple[str, ...]
+    # None: every run of the project (the worker lists them, and picks the focus run as the
+    # project's scanner would: ``focus``, ``shown``); else these, ``focus`` being the run to
+    # inspect for the detail pane (or None).
+    run_ids: tuple[str, ...] | None
     focus: str | None
     size: int
+    shown: bool = True
 
 
 def usable_cores() -> int:
@@ -66,18 +73,29 @@ def usable_cores() -> int:
 
 
 def plan(projects: Iterable[tuple[int, ProjectScanner]]) -> list[Unit]:
-    """Units covering the runs of these projects ((key, its scanner) each; each unit carries the
-    scanner's focus run). A project that cannot be listed is left out (its own scan says why).
-    Reads the scanners' settings only: call it from the thread that owns them."""
+    """Units covering the runs of these projects ((key, its scanner) each). A fleet (MANY_PROJECTS
+    or more) is a unit per project, listed by the workers: listing it here first, a syscall per
+    run file in a thread that waits for the GIL at each while the UI thread composes a thousand
+    tabs, took 1.6 s for 1,000 projects before any worker started. Fewer projects are sized: one
+    whose run files come to UNIT_BYTES or less is one unit, its runs listed by the worker; a
+    larger one is listed here and split. A project that cannot be listed is left out (its own
+    scan says why). Reads the scanners' settings only: call it from the thread that owns them."""
+    projects = list(projects)
+    if len(projects) >= MANY_PROJECTS:
+        return [Unit(key, scanner.directory, None, scanner.focus, 0, scanner.shown) for key, scanner in projects]
     units: list[Unit] = []
     for project, scanner in projects:
         directory = scanner.directory
+        size = _run_files_size(directory)
+        if size is None:
+            continue
+        if size <= UNIT_BYTES:
+            units.append(Unit(project, directory, None, scanner.focus, size, scanner.shown))
+            continue
         try:
             root = root_of(directory)
             run_ids = list_run_ids(root)
         except Exception:
-            continue
-        if not run_ids:
             continue
         focus = scanner.focus_among(run_ids)
         part: list[str] = []
@@ -92,12 +110,28 @@ def plan(projects: Iterable[tuple[int, ProjectScanner]]) -> list[Unit]:
                 part, size = [], 0
             part.append(run_id)
             size += length
-        units.append(Unit(project, directory, tuple(part), focus, size))
+        if part:
+            units.append(Unit(project, directory, tuple(part), focus, size))
     return units
 
 
+def _run_files_size(directory: str) -> int | None:
+    """The bytes of a project's run files, for planning only (its scans check the directories
+    safely); None if there are none or they cannot be listed."""
+    try:
+        with os.scandir(os.path.join(directory, RUNS)) as entries:
+            sizes = [entry.stat(follow_symlinks=False).st_size for entry in entries if entry.name.endswith(".json")]
+    except OSError:
+        return None
+    return sum(sizes) if sizes else None
+
+
 def worth_sharing(units: list[Unit], processes: int, threshold: int = SHARE_FROM_BYTES) -> bool:
-    return processes >= 2 and len(units) >= 2 and sum(unit.size for unit in units) >= threshold
+    """Whether these units are worth worker processes: a fleet always, else at least
+    ``threshold`` bytes of run files."""
+    if processes < 2 or len(units) < 2:
+        return False
+    return len({unit.project for unit in units}) >= MANY_PROJECTS or sum(unit.size for unit in units) >= threshold
 
 
 class Answer(NamedTuple):
@@ -129,7 +163,7 @@ class _Worker:
 
     def send(self, unit: Unit) -> bool:
         try:
-            _send(self.requests, (unit.directory, list(unit.run_ids), unit.focus))
+            _send(self.requests, (unit.directory, unit.run_ids, unit.focus, unit.shown))
         except OSError:
             return False
         self.unit = unit
@@ -228,8 +262,8 @@ def _receive(stream: IO[bytes]) -> Any:
 
 
 def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
-    """A worker: each request (directory, run ids, focus) answered with a Looked, or the text of
-    what went wrong; ends when the requests end."""
+    """A worker: each request (directory, run ids or None, focus, shown: a Unit's) answered with a
+    Looked, or the text of what went wrong; ends when the requests end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the dashboard decides when its workers stop
     # Each unit's objects are garbage once sent: collect between units, not during them (full
     # collections over a large run's parsed records were a tenth of a first look).
@@ -239,10 +273,16 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
         request = _receive(requests)
         if request is None:
             return
-        directory, run_ids, focus = request
+        directory, run_ids, focus, shown = request
         answer: Looked | str
         try:
-            answer = ProjectScanner(directory).look_at(run_ids, focus)
+            scanner = ProjectScanner(directory)
+            if run_ids is None:  # the whole project: its runs, and its focus as its scanner picks it
+                scanner.focus, scanner.shown = focus, shown
+                scanner.root = root_of(directory)
+                run_ids = list_run_ids(scanner.root)
+                focus = scanner.focus_among(run_ids)
+            answer = scanner.look_at(list(run_ids), focus)
         except Exception as error:
             answer = explained(error)
         try:
