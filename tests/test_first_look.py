@@ -248,3 +248,24 @@ def _workers_of_this_process() -> list[int]:
         if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"nexus_core.view.first_look" in command:
             found.append(int(entry))
     return found
+
+
+def test_a_fleet_is_a_unit_per_project_listed_by_the_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MANY_PROJECTS or more: nothing is listed before the workers start (each lists its
+    project), sharing is worth it whatever the size, and the answer is the scanners' own."""
+    monkeypatch.setattr(first_look, "MANY_PROJECTS", 3)
+    directories = _fleet(tmp_path, projects=3)
+    scanners = [ProjectScanner(directory) for directory in directories]
+    units = first_look.plan(enumerate(scanners))
+    assert [(unit.project, unit.run_ids, unit.size) for unit in units] == [(0, None, 0), (1, None, 0), (2, None, 0)]
+    assert first_look.worth_sharing(units, processes=2)
+    looks = first_look.FirstLooks(2)
+    try:
+        answered = _by_project(looks.look(units))
+    finally:
+        looks.close()
+    assert looks.failed_units == 0
+    for index in (0, 1, 2):
+        [looked] = answered[index]
+        scanners[index].adopt(looked)
+        assert _seen(scanners[index].scan()) == _seen(ProjectScanner(directories[index]).scan())
