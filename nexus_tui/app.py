@@ -325,12 +325,11 @@ class NexusApp(App[None]):
         units_of = Counter(unit.project for unit in units)
         for project in (project for project, count in units_of.items() if count > 1):
             self._publish_known(project)  # a project of many units: its runs listed, loading, at once
-        looks = first_look.FirstLooks(processes)
-        try:
-            yield from looks.look(units, stopped=lambda: self._requests.closed)
-        finally:
-            looks.close()
-            self.first_look_workers_failed += looks.failed_units
+        with first_look.FirstLooks(processes) as looks:
+            try:
+                yield from looks.look(units, stopped=lambda: self._requests.closed)
+            finally:
+                self.first_look_workers_failed += looks.failed_units
 
     def _publish_known(self, index: int) -> None:
         """A project whose first load is shared: what its scanner knows so far, shown as a partial

@@ -44,11 +44,8 @@ def _shared(directories: list[str], unit_bytes: int, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(first_look, "UNIT_BYTES", unit_bytes)
     scanners = [ProjectScanner(directory) for directory in directories]
     units = first_look.plan(enumerate(scanners))
-    looks = first_look.FirstLooks(2)
-    try:
+    with first_look.FirstLooks(2) as looks:
         answered = _by_project(looks.look(units))
-    finally:
-        looks.close()
     assert looks.failed_units == 0
     assert sorted(answered) == list(range(len(directories)))
     for index, parts in answered.items():
@@ -118,11 +115,8 @@ def test_what_a_worker_cannot_look_at_is_left_to_the_scanner(tmp_path: Path) -> 
     directories = _fleet(tmp_path, projects=2)
     units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
     os.rename(directories[1], directories[1] + "-gone")  # after the plan, before the look
-    looks = first_look.FirstLooks(2)
-    try:
+    with first_look.FirstLooks(2) as looks:
         answered = _by_project(looks.look(units))
-    finally:
-        looks.close()
     assert looks.failed_units == 1
     assert answered[1] == []
     assert len(answered[0]) == 1
@@ -131,16 +125,13 @@ def test_what_a_worker_cannot_look_at_is_left_to_the_scanner(tmp_path: Path) -> 
 def test_a_worker_killed_mid_load_leaves_its_units_to_the_scanners(tmp_path: Path) -> None:
     directories = _fleet(tmp_path, projects=4)
     units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
-    looks = first_look.FirstLooks(1)
     answers = []
-    try:
+    with first_look.FirstLooks(1) as looks:
         for answer in looks.look(units):
             answers.append(answer)
             if len(answers) == 1:
                 [worker] = _workers_of_this_process()
                 os.kill(worker, signal.SIGKILL)  # the only worker dies after its first answer
-    finally:
-        looks.close()
     answered = _by_project(answers)
     assert sorted(answered) == [0, 1, 2, 3]
     assert len(answered[0]) == 1
@@ -177,13 +168,10 @@ def test_a_project_no_pane_shows_keeps_no_inspection_until_shown(
     monkeypatch.setattr(first_look, "UNIT_BYTES", 1)
     hidden = ProjectScanner(directory)
     hidden.shown = False
-    looks = first_look.FirstLooks(2)
-    try:
+    with first_look.FirstLooks(2) as looks:
         for answer in looks.look(first_look.plan([(0, hidden)])):
             assert answer.looked is not None
             hidden.adopt(answer.looked)
-    finally:
-        looks.close()
     shown = ProjectScanner(directory).scan()
     for scanner in (alone, hidden):
         snapshot = scanner.scan()
@@ -206,14 +194,11 @@ def test_a_stopped_look_ends_at_once_and_leaves_no_worker(tmp_path: Path, monkey
     directories = _fleet(tmp_path, projects=4)
     monkeypatch.setattr(first_look, "UNIT_BYTES", 1)
     units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
-    looks = first_look.FirstLooks(2)
     answered = []
-    try:
+    with first_look.FirstLooks(2) as looks:
         for answer in looks.look(units, stopped=lambda: bool(answered)):
             answered.append(answer.project)
             assert len(_workers_of_this_process()) == 2
-    finally:
-        looks.close()
     assert len(answered) == 1
     assert _workers_of_this_process() == []
 
@@ -259,11 +244,8 @@ def test_a_fleet_is_a_unit_per_project_listed_by_the_workers(tmp_path: Path, mon
     units = first_look.plan(enumerate(scanners))
     assert [(unit.project, unit.run_ids, unit.size) for unit in units] == [(0, None, 0), (1, None, 0), (2, None, 0)]
     assert first_look.worth_sharing(units, processes=2)
-    looks = first_look.FirstLooks(2)
-    try:
+    with first_look.FirstLooks(2) as looks:
         answered = _by_project(looks.look(units))
-    finally:
-        looks.close()
     assert looks.failed_units == 0
     for index in (0, 1, 2):
         [looked] = answered[index]

@@ -181,7 +181,7 @@ class _Worker:
 
 
 class FirstLooks:
-    """Worker processes for one first load (``close`` ends them)."""
+    """Worker processes for one first load (``close``, or leaving its ``with``, ends them)."""
 
     def __init__(self, processes: int) -> None:
         self.processes = processes
@@ -233,6 +233,12 @@ class FirstLooks:
                 yield answered(todo.pop(), None)
         finally:
             selector.close()
+
+    def __enter__(self) -> FirstLooks:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def close(self) -> None:
         workers, self._workers = self._workers, []
