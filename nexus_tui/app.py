@@ -141,6 +141,7 @@ class NexusApp(App[None]):
         # A first load of at least this many bytes of run files is shared with worker processes.
         self.share_first_look_from_bytes = first_look.SHARE_FROM_BYTES
         self.first_looks_shared = 0  # projects whose first look came from worker processes
+        self._local_loaded = 0  # local projects whose first scan was applied
         self._published_at: dict[int, float] = {}  # partial snapshots of a shared first look
         self.first_look_workers_failed = 0  # units the workers could not answer (the scanner did)
         self.scans_applied = 0
@@ -410,11 +411,11 @@ class NexusApp(App[None]):
             if self.following:
                 pane.apply(message.snapshot, now_ms())
             return
-        if session.remote is None and (
-            message.scope_paths != session.scope_paths or session.base_appeared(message.snapshot.root)
-        ):
-            session.scope_paths = message.scope_paths
-            self._rewatch.set()  # a new watcher on the new set of paths
+        if session.remote is None:
+            appeared = session.base_appeared(message.snapshot.root)  # also kept for watched_paths
+            if appeared or message.scope_paths != session.scope_paths:
+                session.scope_paths = message.scope_paths
+                self._rewatch.set()  # a new watcher on the new set of paths
         if not self.following:
             session.pending = message.snapshot
             pane.sync_status(now_ms())
@@ -424,10 +425,13 @@ class NexusApp(App[None]):
         for screen in self._timelines(session):
             screen.follow(now_ms())
         self.scans_applied += 1
+        if not session.loaded and session.remote is None:
+            self._local_loaded += 1
         session.loaded = True
         self.needs_changed(session)
         # A remote project loads when its host answers (maybe never): "loaded" is this machine's.
-        if all(s.loaded for s in self.sessions if s.remote is None) and not self.loaded.is_set():
+        local = len(self.sessions) - len(self.remote_tabs.sessions)
+        if not self.loaded.is_set() and self._local_loaded >= local:
             self.first_load_done()
 
     def first_load_done(self) -> None:
