@@ -194,7 +194,7 @@ def test_a_stopped_look_ends_at_once_and_leaves_no_worker(tmp_path: Path, monkey
     directories = _fleet(tmp_path, projects=4)
     monkeypatch.setattr(first_look, "UNIT_BYTES", 1)
     units = first_look.plan(enumerate(ProjectScanner(directory) for directory in directories))
-    answered = []
+    answered: list[int] = []
     with first_look.FirstLooks(2) as looks:
         for answer in looks.look(units, stopped=lambda: bool(answered)):
             answered.append(answer.project)

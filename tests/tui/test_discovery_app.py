@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,10 @@ def three_projects(root: Path) -> dict[str, str]:
     state = Path(projects["broken"], ".bmad-plus/nexus/runs/live.json")
     state.write_bytes(state.read_bytes()[:40])
     return projects
+
+
+def _rows_shown(app: DiscoverApp, count: int) -> Callable[[], bool]:
+    return lambda: len(app.overview.summaries) == count
 
 
 def active_tab(app: DiscoverApp) -> str:
@@ -86,7 +91,7 @@ async def test_a_first_load_shared_with_worker_processes_shows_what_one_process_
             app.share_first_look_from_bytes = share_from_bytes
         async with app.run_test(size=(140, 40)) as pilot:
             await loaded(app, pilot)
-            await eventually(pilot, lambda app=app: len(app.overview.summaries) == 3)
+            await eventually(pilot, _rows_shown(app, 3))
             table = app.overview.table
             shown.append([[cell(table, key, column) for column, _ in COLUMNS] for key in row_keys(table)])
             assert app.first_looks_shared == (3 if share_from_bytes == 0 else 0)
