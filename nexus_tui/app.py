@@ -280,7 +280,7 @@ class NexusApp(App[None]):
                 reinspect=request.runs,
                 everything=everything,
                 publish=publish,
-                retime=request.retime or everything,
+                retime=request.retime,  # ScanRequests.ask counts everything as a retime too
                 catch_up=request.catch_up,
             )
             self.post_message(ProjectScanned(index, snapshot, tuple(scanner.scope_paths()), answers=request.answers))

@@ -664,12 +664,9 @@ class ProjectScanner:
             self._memo.pop(gone, None)
             changed.add(gone)
 
-        def snapshot() -> ProjectSnapshot:
-            return self._snapshot(root, inventory, moment, changed)
-
         first_load = any(r not in self._views for r in run_ids)
         if publish is not None and first_load and len(run_ids) > 1:
-            publish(snapshot())
+            publish(self._snapshot(root, inventory, moment, changed))
         last_publish = time.monotonic()
         started = time.monotonic()
         with observational_hashes(self._hashes):
@@ -682,12 +679,12 @@ class ProjectScanner:
                     self._views[run_id] = view
                     changed.add(run_id)
                 if publish is not None and first_load and time.monotonic() - last_publish > PUBLISH_EVERY_SECONDS:
-                    publish(snapshot())
+                    publish(self._snapshot(root, inventory, moment, changed))
                     last_publish = time.monotonic()
         self.last_scan_seconds = time.monotonic() - started
         if len(self._hashes) > 200_000:  # old stat keys pile up; start over rather than grow
             self._hashes.clear()
-        return snapshot()
+        return self._snapshot(root, inventory, moment, changed)
 
     def focus_among(self, run_ids: list[str]) -> str | None:
         """The run to inspect in full for the detail pane, of these (None: no pane shows them)."""
