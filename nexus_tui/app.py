@@ -201,18 +201,23 @@ class NexusApp(App[None]):
                     yield pane
         yield FittingFooter()
 
+    def on_load(self) -> None:
+        # The first scans start before the tabs are composed: composing and laying out a
+        # thousand tabs is a core's work for two seconds, while the first load's workers can use
+        # the others. What the scans post waits in the app's queue until the app is mounted.
+        self._rare_full_collections()
+        self._start_scanner()
+        for session in self.sessions:
+            if session.remote is None:  # else its host's observer feeds it
+                self._requests.ask(session.index, everything=True)
+
     def on_mount(self) -> None:
         if self.settings.theme is not None:
             self.theme = self.settings.theme
         if self.settings.keys:
             self.set_keymap(dict(self.settings.keys))
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        self._rare_full_collections()
-        self._start_scanner()
         self.remote_tabs.start()
-        for session in self.sessions:
-            if session.remote is None:  # else its host's observer feeds it
-                self._requests.ask(session.index, everything=True)
         if self.use_watcher:
             self._watch_projects()
         if self.demo is not None:

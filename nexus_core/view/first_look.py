@@ -18,6 +18,7 @@ over the pipes of the workers this process started, never through a shared direc
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
 import os
 import pickle
@@ -26,6 +27,7 @@ import signal
 import struct
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, NamedTuple
@@ -47,6 +49,14 @@ MAX_PROCESSES = 4
 # A first look at this many projects or more is shared whatever their size (see plan).
 MANY_PROJECTS = 16
 STOP_CHECK_SECONDS = 0.25
+# Units sent to a worker ahead of its answers: the next one waits in its pipe while the dashboard
+# reads an answer (in a thread that shares the GIL with the UI), so a worker never idles between
+# units.
+IN_FLIGHT = 8
+# Room for a worker's answers in its pipe (Linux's default is 64 KiB, a couple of a fleet's
+# answers): a worker writes on while the dashboard's reading thread waits for the GIL.
+ANSWER_PIPE_BYTES = 1024 * 1024
+_READ_BYTES = 1024 * 1024
 _HEADER = struct.Struct(">Q")
 
 
@@ -158,16 +168,48 @@ class _Worker:
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.requests: IO[bytes] = self.process.stdin
-        self.answers: IO[bytes] = self.process.stdout
-        self.unit: Unit | None = None  # the unit it is looking at
+        self.answers: IO[bytes] = self.process.stdout  # read with os.read only (``receive``)
+        with contextlib.suppress(OSError, AttributeError):  # a smaller pipe is only slower
+            fcntl.fcntl(self.answers.fileno(), fcntl.F_SETPIPE_SZ, ANSWER_PIPE_BYTES)
+        self._received = bytearray()
+        self.units: deque[Unit] = deque()  # sent, not answered yet, in the order answers come
 
     def send(self, unit: Unit) -> bool:
         try:
             _send(self.requests, (unit.directory, unit.run_ids, unit.focus, unit.shown))
         except OSError:
             return False
-        self.unit = unit
+        self.units.append(unit)
         return True
+
+    def receive(self) -> list[Any] | None:
+        """The answers complete after one read of the pipe (each one system call, not one per
+        8 KiB, and each call gives the GIL away), or None once the worker is gone."""
+        try:
+            chunk = os.read(self.answers.fileno(), _READ_BYTES)
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        self._received += chunk
+        answers: list[Any] = []
+        while len(self._received) >= _HEADER.size:
+            (length,) = _HEADER.unpack_from(self._received)
+            end = _HEADER.size + length
+            if len(self._received) < end:
+                break
+            data = bytes(self._received[_HEADER.size : end])
+            del self._received[:end]
+            try:
+                answers.append(pickle.loads(data))
+            except (pickle.UnpicklingError, EOFError, ValueError):
+                return None
+        return answers
+
+    def feed(self, todo: list[Unit]) -> None:
+        """Units from the end of ``todo`` until IN_FLIGHT are sent (or the worker is gone)."""
+        while todo and len(self.units) < IN_FLIGHT and self.send(todo[-1]):
+            todo.pop()
 
     def close(self) -> None:
         for stream in (self.requests, self.answers):
@@ -211,23 +253,27 @@ class FirstLooks:
                 except OSError:
                     break
             for worker in self._workers:
-                if todo and worker.send(todo[-1]):
-                    todo.pop()
+                worker.feed(todo)
+                if worker.units:
                     selector.register(worker.answers, selectors.EVENT_READ, worker)
             while selector.get_map():
                 if stopped():
                     return
                 for key, _ in selector.select(STOP_CHECK_SECONDS):
                     worker = key.data
-                    unit = worker.unit
-                    assert unit is not None
-                    answer = _receive(worker.answers)  # a Looked, an explanation (str), or None: gone
-                    worker.unit = None
-                    if answer is None or not (todo and worker.send(todo[-1])):
+                    answers = worker.receive()  # each a Looked or an explanation (str)
+                    if answers is None or len(answers) > len(worker.units):
+                        # Gone (or answering what it was not asked): what it was sent goes unanswered.
                         selector.unregister(worker.answers)
-                    else:
-                        todo.pop()
-                    yield answered(unit, answer if isinstance(answer, Looked) else None)
+                        while worker.units:
+                            yield answered(worker.units.popleft(), None)
+                        continue
+                    done = [worker.units.popleft() for _ in answers]
+                    worker.feed(todo)
+                    if not worker.units:
+                        selector.unregister(worker.answers)
+                    for unit, answer in zip(done, answers, strict=True):
+                        yield answered(unit, answer if isinstance(answer, Looked) else None)
             # No worker left to ask (none started, or all gone): the rest are the scanners'.
             while todo:
                 yield answered(todo.pop(), None)
