@@ -477,9 +477,10 @@ class NexusApp(App[None]):
         label = f"{session.label} ({count})" if count else session.label
         if session.shown_label != label:
             session.shown_label = label
-            self._labels_waiting.add(session.index)
-            if not self.labels_wait_while_loading or self.loaded.is_set():
-                self._show_labels_soon()
+            if self.has_tab(session.index):  # else its tab shows the label once made
+                self._labels_waiting.add(session.index)
+                if not self.labels_wait_while_loading or self.loaded.is_set():
+                    self._show_labels_soon()
         self._need_counts[session.index] = count
         total = sum(self._need_counts.values())
         title = f"nexus ({total} need{'s' if total != 1 else ''} you)" if total else "nexus"
@@ -492,6 +493,11 @@ class NexusApp(App[None]):
         # Before the load ends the notifier takes nothing (first_load_done starts it with all).
         if self.notifier.started and self.notifier.observe(self.open_needs()):
             self._schedule_notification()
+
+    def has_tab(self, index: int) -> bool:
+        """Whether project ``index`` has a tab in the strip (a hook: a large ``--discover`` fleet
+        gets a project's tab when the project is first opened)."""
+        return True
 
     def _show_labels_soon(self) -> None:
         """The waiting tab labels at once, or when LABELS_AT_MOST_EVERY_SECONDS have passed since

@@ -4,8 +4,12 @@ An "All projects" tab first (:class:`~nexus_tui.widgets.overview.OverviewPane`),
 project, each exactly as in the plain dashboard (same scanner thread, the same one watcher over
 every project's paths). A project's pane is composed when its tab is first shown (mounting dozens
 of panes up front cost seconds before the first frame, and memory): until then its scans only
-feed the overview and its session. A discovery thread walks ROOT again every few seconds and posts the
-projects it had not seen; they get a tab of their own and a row in the overview.
+feed the overview and its session. A fleet of more than TABS_UP_FRONT projects starts with the
+overview's tab alone, and a project gets its tab when it is first opened (a strip of a thousand
+tabs was a second of the UI thread's work before the first frame, and more each time labels
+changed, for a strip no one scrolls). A discovery thread walks ROOT again every few seconds and
+posts the projects it had not seen; they get a row in the overview, and a tab of their own while
+the projects are few.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ REDISCOVER_SECONDS = 2.0
 # walked every 2 s, was a third of an idle --discover's CPU). r walks it at once.
 REDISCOVER_SHARE_OF_A_CORE = 0.002
 OVERVIEW_TAB = "tab-overview"
+# A fleet of more projects than this gets a project's tab when the project is first opened;
+# fewer get theirs from the start (a wide terminal shows about ten).
+TABS_UP_FRONT = 20
 # What keys may do while the overview is shown (the rest act on a project's pane).
 OVERVIEW_ACTIONS = frozenset(
     {
@@ -69,7 +76,8 @@ class ProjectsFound(Message):
 
 
 class DiscoverApp(NexusApp):
-    labels_wait_while_loading = True  # dozens or thousands of tabs whose counts arrive one project at a time
+    labels_wait_while_loading = True  # dozens of tabs whose counts arrive one project at a time
+    tabs_up_front = TABS_UP_FRONT
 
     def __init__(
         self,
@@ -94,6 +102,7 @@ class DiscoverApp(NexusApp):
         self._stop_discovery = threading.Event()
         self._rediscover_now = threading.Event()  # r: walk again without waiting
         self.discovery_passes = 0  # walks done by the discovery thread (tests wait on it)
+        self._tabbed: list[int] = []  # the projects with a tab, in the strip's order
 
     def label_of(self, directory: str) -> str:
         relative = os.path.relpath(directory, self.root)
@@ -115,16 +124,28 @@ class DiscoverApp(NexusApp):
     def compose(self) -> ComposeResult:
         self._overview = OverviewPane(self.root)
         self._project_panes = [self._pane_of(session) for session in self.sessions]
+        if len(self.sessions) <= self.tabs_up_front:
+            self._tabbed = [session.index for session in self.sessions]
         with TabbedContent(id="projects", initial=OVERVIEW_TAB):
             with TabPane("All projects", id=OVERVIEW_TAB):
                 yield self._overview
-            for session in self.sessions:
-                yield TabPane(plain_content(session.label), id=f"tab-{session.index}")
+            for index in self._tabbed:
+                yield self._tab_of(index)
         yield FittingFooter()
+
+    def _tab_of(self, index: int) -> TabPane:
+        session = self.sessions[index]
+        return TabPane(plain_content(session.shown_label or session.label), id=f"tab-{index}")
+
+    def has_tab(self, index: int) -> bool:
+        return index in self._tabbed
 
     async def compose_pane(self, index: int) -> ProjectPane:
         """Project ``index``'s pane, composed into its tab if it was not yet (then shown with
-        the session's latest snapshot)."""
+        the session's latest snapshot), the tab made first if it has none."""
+        if index not in self._tabbed:
+            self._tabbed.append(index)
+            await self.query_one("#projects", TabbedContent).add_pane(self._tab_of(index))
         pane = self._project_panes[index]
         if pane.parent is None:
             session = self.sessions[index]
@@ -186,18 +207,19 @@ class DiscoverApp(NexusApp):
                 await self.add_project(directory)
 
     async def add_project(self, directory: str) -> int:
-        """A tab, an overview row and a scan for a new project (the watcher takes its paths once
-        its first scan names them)."""
+        """An overview row and a scan for a new project, and its tab while the projects are
+        few (the watcher takes its paths once its first scan names them)."""
         self._known.add(directory)
         index = self._requests.add()
         session = self.open_session(index, directory)
-        tabs = self.query_one("#projects", TabbedContent)
         pane = self._pane_of(session)
-        await tabs.add_pane(TabPane(plain_content(session.label), id=f"tab-{index}"))
-        # Listed once its pane exists: every list indexed by project then agrees.
+        # Listed before its tab is made: every list indexed by project then agrees.
         self._project_panes.append(pane)
         self.sessions.append(session)
         self.directories.append(directory)
+        if len(self._tabbed) == index and index < self.tabs_up_front:  # every project so far has one
+            self._tabbed.append(index)
+            await self.query_one("#projects", TabbedContent).add_pane(self._tab_of(index))
         self.overview.add(index, session.label)
         self._requests.ask(index, everything=True)
         return index
@@ -276,7 +298,7 @@ class DiscoverApp(NexusApp):
 
     def _switch_project(self, step: int) -> None:
         tabs = self.query_one("#projects", TabbedContent)
-        order = [OVERVIEW_TAB, *(f"tab-{session.index}" for session in self.sessions)]
+        order = [OVERVIEW_TAB, *(f"tab-{index}" for index in self._tabbed)]  # along the strip
         target = order[(order.index(tabs.active or OVERVIEW_TAB) + step) % len(order)]
         tabs.active = target
         if target == OVERVIEW_TAB:

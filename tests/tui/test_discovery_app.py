@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from dashboard_kit import cell, eventually, finish, focused, loaded, row_keys, small_project
 from textual.widgets import TabbedContent
+from textual.widgets._tabbed_content import ContentTab
 
 from nexus_core.hostinfo import hostname
 from nexus_tui.discover_app import OVERVIEW_TAB, DiscoverApp
@@ -154,6 +155,52 @@ async def test_a_project_created_later_gets_a_tab_and_a_row(tmp_path: Path) -> N
         second = small_project(tmp_path / "z")
         await eventually(pilot, lambda: len(app.directories) == 2)
         assert app.directories == [late, second]
+
+
+async def test_a_large_fleet_gets_a_project_s_tab_when_the_project_is_first_opened(tmp_path: Path) -> None:
+    """Past ``tabs_up_front`` projects the strip starts with the overview's tab alone: a project
+    gets its tab (labelled with its needs) when it is opened, from its row or the inbox; ] and [
+    move along the strip; a project found later gets a row and no tab."""
+    projects = three_projects(tmp_path)
+    app = discover_app(tmp_path)
+    app.tabs_up_front = 2
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(app, pilot)
+        await eventually(pilot, _rows_shown(app, 3))
+        tabs = app.query_one("#projects", TabbedContent)
+
+        def strip() -> list[str]:
+            """The tabs' panes, along the strip."""
+            return [ContentTab.sans_prefix(str(tab.id)) for tab in tabs.query(ContentTab)]
+
+        assert strip() == [OVERVIEW_TAB]
+        locked, broken, quiet = (app.directories.index(projects[name]) for name in ("locked", "broken", "quiet"))
+        await pilot.press("down", "enter")  # the second row: team/locked
+        await eventually(pilot, lambda: active_tab(app) == f"tab-{locked}")
+        assert strip() == [OVERVIEW_TAB, f"tab-{locked}"]
+        assert str(tabs.get_tab(f"tab-{locked}").label) == "team/locked (1)"
+        assert app.pane.session.directory == projects["locked"] and focused(app) is app.pane.runs
+        await pilot.press("right_square_bracket")  # along the strip: back to the overview
+        await eventually(pilot, lambda: active_tab(app) == OVERVIEW_TAB)
+        await pilot.press("left_square_bracket")
+        await eventually(pilot, lambda: active_tab(app) == f"tab-{locked}")
+        # A need of a project with no tab yet: its tab is made, then shown.
+        [entry] = [entry for entry in app.inbox_entries() if entry[0] == broken]
+        await app.go_to_need(entry)
+        await eventually(pilot, lambda: active_tab(app) == f"tab-{broken}")
+        assert strip() == [OVERVIEW_TAB, f"tab-{locked}", f"tab-{broken}"]
+        # A count that changes on a project with no tab lays no tab out; its tab shows it once made.
+        passes = app.label_passes
+        write_dead_writer_lock(projects["quiet"], hostname())
+        app.request_scan(quiet)
+        await eventually(pilot, lambda: app.sessions[quiet].shown_label == "team/quiet (1)")
+        await pilot.pause(0.6)
+        assert app.label_passes == passes
+        await app.compose_pane(quiet)
+        assert str(tabs.get_tab(f"tab-{quiet}").label) == "team/quiet (1)"
+        small_project(tmp_path / "later" / "p")
+        await eventually(pilot, _rows_shown(app, 4))
+        assert not app.has_tab(3) and len(strip()) == 4
 
 
 async def test_r_walks_the_tree_again_at_once(tmp_path: Path) -> None:
