@@ -4,15 +4,14 @@
 
 bench_overview.py prints its figures at the end only, which a 1,000-project start may not
 reach in reasonable time: this builds the same data (bench_overview.build) and prints, every
-15 s, the rows shown, the CPU seconds of the process (every thread) and its resident set size,
-until every row is shown or ``--limit`` seconds have passed.
+15 s, the rows shown, the CPU seconds of the process (every thread) and of its first-load
+workers, and its resident set size, until every row is shown or ``--limit`` seconds have passed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 import shutil
 import sys
 import tempfile
@@ -21,13 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_overview import build
+from bench_overview import build, cpu_seconds
 from bench_tui import rss_mb
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 async def measure(root: Path, projects: int, limit: float) -> None:

@@ -64,24 +64,28 @@ def floor(root: Path) -> dict[str, float]:
 
 
 def cpu_seconds() -> float:
-    """CPU seconds of this process and its children (the first load's worker processes), the
-    ones still running read from /proc."""
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        total += usage.ru_utime + usage.ru_stime
+    """CPU seconds of this process and its children (the first load's worker processes): the
+    reaped ones from RUSAGE_CHILDREN, the others (running, or ended and not yet reaped) from
+    /proc. A child reaped between the two reads would be counted by neither (or both): the
+    reads are taken again until no child was reaped meanwhile."""
     ticks = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid():  # ppid
-            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    return total
+    while True:
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+        unreaped = 0.0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid():  # ppid
+                unreaped += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        if resource.getrusage(resource.RUSAGE_CHILDREN) == reaped:
+            break
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime + unreaped
 
 
 def children_peak_rss_mb() -> float:
