@@ -137,6 +137,11 @@ class DiscoverApp(NexusApp):
         session = self.sessions[index]
         return TabPane(plain_content(session.shown_label or session.label), id=f"tab-{index}")
 
+    async def _add_tab(self, index: int) -> None:
+        """Project ``index``'s tab, at the end of the strip."""
+        self._tabbed.append(index)
+        await self.query_one("#projects", TabbedContent).add_pane(self._tab_of(index))
+
     def has_tab(self, index: int) -> bool:
         return index in self._tabbed
 
@@ -144,8 +149,7 @@ class DiscoverApp(NexusApp):
         """Project ``index``'s pane, composed into its tab if it was not yet (then shown with
         the session's latest snapshot), the tab made first if it has none."""
         if index not in self._tabbed:
-            self._tabbed.append(index)
-            await self.query_one("#projects", TabbedContent).add_pane(self._tab_of(index))
+            await self._add_tab(index)
         pane = self._project_panes[index]
         if pane.parent is None:
             session = self.sessions[index]
@@ -218,8 +222,7 @@ class DiscoverApp(NexusApp):
         self.sessions.append(session)
         self.directories.append(directory)
         if len(self._tabbed) == index and index < self.tabs_up_front:  # every project so far has one
-            self._tabbed.append(index)
-            await self.query_one("#projects", TabbedContent).add_pane(self._tab_of(index))
+            await self._add_tab(index)
         self.overview.add(index, session.label)
         self._requests.ask(index, everything=True)
         return index
