@@ -130,17 +130,17 @@ class DiscoverApp(NexusApp):
             with TabPane("All projects", id=OVERVIEW_TAB):
                 yield self._overview
             for index in self._tabbed:
-                yield self._tab_of(index)
+                yield self._tab_of(self.sessions[index])
         yield FittingFooter()
 
-    def _tab_of(self, index: int) -> TabPane:
-        session = self.sessions[index]
-        return TabPane(plain_content(session.shown_label or session.label), id=f"tab-{index}")
+    @staticmethod
+    def _tab_of(session: ProjectSession) -> TabPane:
+        return TabPane(plain_content(session.shown_label or session.label), id=f"tab-{session.index}")
 
-    async def _add_tab(self, index: int) -> None:
-        """Project ``index``'s tab, at the end of the strip."""
-        self._tabbed.append(index)
-        await self.query_one("#projects", TabbedContent).add_pane(self._tab_of(index))
+    async def _add_tab(self, session: ProjectSession) -> None:
+        """The project's tab, at the end of the strip."""
+        self._tabbed.append(session.index)
+        await self.query_one("#projects", TabbedContent).add_pane(self._tab_of(session))
 
     def has_tab(self, index: int) -> bool:
         return index in self._tabbed
@@ -149,7 +149,7 @@ class DiscoverApp(NexusApp):
         """Project ``index``'s pane, composed into its tab if it was not yet (then shown with
         the session's latest snapshot), the tab made first if it has none."""
         if index not in self._tabbed:
-            await self._add_tab(index)
+            await self._add_tab(self.sessions[index])
         pane = self._project_panes[index]
         if pane.parent is None:
             session = self.sessions[index]
@@ -217,12 +217,13 @@ class DiscoverApp(NexusApp):
         index = self._requests.add()
         session = self.open_session(index, directory)
         pane = self._pane_of(session)
-        # Listed before its tab is made: every list indexed by project then agrees.
+        if len(self._tabbed) == index and index < self.tabs_up_front:  # every project so far has one
+            await self._add_tab(session)
+        # Listed once its tab exists (if it gets one), all at once: every list indexed by project
+        # then agrees, its overview row included.
         self._project_panes.append(pane)
         self.sessions.append(session)
         self.directories.append(directory)
-        if len(self._tabbed) == index and index < self.tabs_up_front:  # every project so far has one
-            await self._add_tab(index)
         self.overview.add(index, session.label)
         self._requests.ask(index, everything=True)
         return index

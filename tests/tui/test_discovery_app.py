@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
@@ -201,6 +202,33 @@ async def test_a_large_fleet_gets_a_project_s_tab_when_the_project_is_first_open
         small_project(tmp_path / "later" / "p")
         await eventually(pilot, _rows_shown(app, 4))
         assert not app.has_tab(3) and len(strip()) == 4
+
+
+async def test_a_project_found_later_is_listed_everywhere_at_once(tmp_path: Path) -> None:
+    """While a found project's tab is being mounted nothing lists it yet: once it is in
+    ``directories`` it has its session, its pane and its overview row (checked at every turn of
+    the event loop while it is added)."""
+    app = discover_app(tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        disagreements: list[str] = []
+
+        async def check() -> None:
+            while True:
+                listed = len(app.directories)
+                if not (len(app.sessions) == len(app.panes) == listed == len(app.overview.labels)):
+                    disagreements.append(f"{listed} directories, {len(app.overview.labels)} rows")
+                await asyncio.sleep(0)
+
+        checking = asyncio.ensure_future(check())
+        try:
+            small_project(tmp_path / "later" / "p")
+            await eventually(pilot, lambda: len(app.directories) == 1 and app.has_tab(0))
+            small_project(tmp_path / "z")
+            await eventually(pilot, lambda: len(app.directories) == 2 and app.has_tab(1))
+        finally:
+            checking.cancel()
+        assert disagreements == []
 
 
 async def test_r_walks_the_tree_again_at_once(tmp_path: Path) -> None:
