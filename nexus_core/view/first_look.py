@@ -168,10 +168,10 @@ class _Worker:
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.requests: IO[bytes] = self.process.stdin
-        self.answers: IO[bytes] = self.process.stdout  # read with os.read only (``receive``)
+        self.answers: IO[bytes] = self.process.stdout  # read through ``messages`` only
         with contextlib.suppress(OSError, AttributeError):  # a smaller pipe is only slower
             fcntl.fcntl(self.answers.fileno(), fcntl.F_SETPIPE_SZ, ANSWER_PIPE_BYTES)
-        self._received = bytearray()
+        self.messages = _Messages(self.answers.fileno())
         self.units: deque[Unit] = deque()  # sent, not answered yet, in the order answers come
 
     def send(self, unit: Unit) -> bool:
@@ -181,30 +181,6 @@ class _Worker:
             return False
         self.units.append(unit)
         return True
-
-    def receive(self) -> list[Any] | None:
-        """The answers complete after one read of the pipe (each one system call, not one per
-        8 KiB, and each call gives the GIL away), or None once the worker is gone."""
-        try:
-            chunk = os.read(self.answers.fileno(), _READ_BYTES)
-        except OSError:
-            return None
-        if not chunk:
-            return None
-        self._received += chunk
-        answers: list[Any] = []
-        while len(self._received) >= _HEADER.size:
-            (length,) = _HEADER.unpack_from(self._received)
-            end = _HEADER.size + length
-            if len(self._received) < end:
-                break
-            data = bytes(self._received[_HEADER.size : end])
-            del self._received[:end]
-            try:
-                answers.append(pickle.loads(data))
-            except (pickle.UnpicklingError, EOFError, ValueError):
-                return None
-        return answers
 
     def feed(self, todo: list[Unit]) -> None:
         """Units from the end of ``todo`` until IN_FLIGHT are sent (or the worker is gone)."""
@@ -261,7 +237,7 @@ class FirstLooks:
                     return
                 for key, _ in selector.select(STOP_CHECK_SECONDS):
                     worker = key.data
-                    answers = worker.receive()  # each a Looked or an explanation (str)
+                    answers = worker.messages.read()  # each a Looked or an explanation (str)
                     if answers is None or len(answers) > len(worker.units):
                         # Gone (or answering what it was not asked): what it was sent goes unanswered.
                         selector.unregister(worker.answers)
@@ -298,19 +274,37 @@ def _send(stream: IO[bytes], value: Any) -> None:
     stream.flush()
 
 
-def _receive(stream: IO[bytes]) -> Any:
-    """The next message, or None at the end of the stream (or a broken one)."""
-    try:
-        header = stream.read(_HEADER.size)
-        if len(header) < _HEADER.size:
+class _Messages:
+    """The messages ``_send`` wrote to a pipe, read from its descriptor with one system call per
+    ``read`` (a buffered reader makes one per 8 KiB, and each gives the GIL away)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._received = bytearray()
+
+    def read(self) -> list[Any] | None:
+        """The messages complete after one read (waiting for bytes to come), or None at the end
+        of the stream (or a broken message)."""
+        try:
+            chunk = os.read(self.fd, _READ_BYTES)
+        except OSError:
             return None
-        (length,) = _HEADER.unpack(header)
-        data = stream.read(length)
-        if len(data) < length:
+        if not chunk:
             return None
-        return pickle.loads(data)
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError):
-        return None
+        self._received += chunk
+        messages: list[Any] = []
+        while len(self._received) >= _HEADER.size:
+            (length,) = _HEADER.unpack_from(self._received)
+            end = _HEADER.size + length
+            if len(self._received) < end:
+                break
+            data = bytes(self._received[_HEADER.size : end])
+            del self._received[:end]
+            try:
+                messages.append(pickle.loads(data))
+            except (pickle.UnpicklingError, EOFError, ValueError):
+                return None
+        return messages
 
 
 def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
@@ -321,28 +315,26 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
     # collections over a large run's parsed records were a tenth of a first look).
     gc.freeze()
     gc.disable()
-    while True:
-        request = _receive(requests)
-        if request is None:
-            return
-        directory, run_ids, focus, shown = request
-        answer: Looked | str
-        try:
-            scanner = ProjectScanner(directory)
-            if run_ids is None:  # the whole project: its runs, and its focus as its scanner picks it
-                scanner.focus, scanner.shown = focus, shown
-                scanner.root = root_of(directory)
-                run_ids = list_run_ids(scanner.root)
-                focus = scanner.focus_among(run_ids)
-            answer = scanner.look_at(list(run_ids), focus)
-        except Exception as error:
-            answer = explained(error)
-        try:
-            _send(answers, answer)
-        except OSError:
-            return
-        del answer
-        gc.collect()
+    messages = _Messages(requests.fileno())
+    while (batch := messages.read()) is not None:
+        for directory, run_ids, focus, shown in batch:
+            answer: Looked | str
+            try:
+                scanner = ProjectScanner(directory)
+                if run_ids is None:  # the whole project: its runs, and its focus as its scanner picks it
+                    scanner.focus, scanner.shown = focus, shown
+                    scanner.root = root_of(directory)
+                    run_ids = list_run_ids(scanner.root)
+                    focus = scanner.focus_among(run_ids)
+                answer = scanner.look_at(list(run_ids), focus)
+            except Exception as error:
+                answer = explained(error)
+            try:
+                _send(answers, answer)
+            except OSError:
+                return
+            del answer
+            gc.collect()
 
 
 if __name__ == "__main__":

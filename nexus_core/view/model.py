@@ -594,6 +594,7 @@ class ProjectScanner:
         self._hashes: dict[tuple[int, ...], str] = {}
         self._safety_cursor = 0
         self._safety_credit = 0.0
+        self._seconds_per_inspection: float | None = None  # the last full inspection's (safety budget)
 
     def _resolve_root(self) -> str:
         if self.root is None:
@@ -707,7 +708,7 @@ class ProjectScanner:
             views=dict(self._views),
             memo={run_id: self._memo[run_id] for run_id in self._views if run_id in self._memo},
             hashes=dict(self._hashes),
-            seconds_per_inspection=getattr(self, "_seconds_per_inspection", None),
+            seconds_per_inspection=self._seconds_per_inspection,
         )
 
     def adopt(self, looked: Looked) -> None:
@@ -722,7 +723,7 @@ class ProjectScanner:
             if run_id not in self._views and run_id in looked.memo:
                 self._views[run_id], self._memo[run_id] = view, looked.memo[run_id]
         self._hashes.update(looked.hashes)
-        if looked.seconds_per_inspection is not None and not hasattr(self, "_seconds_per_inspection"):
+        if self._seconds_per_inspection is None:
             self._seconds_per_inspection = looked.seconds_per_inspection
 
     def never_scanned(self) -> bool:
@@ -791,7 +792,8 @@ class ProjectScanner:
         once enough is left), estimated from the last full inspection."""
         if not run_ids:
             return set()
-        per_run = max(getattr(self, "_seconds_per_inspection", 0.01), 0.001)
+        measured = self._seconds_per_inspection
+        per_run = max(0.01 if measured is None else measured, 0.001)
         self._safety_credit = min(self._safety_credit + SAFETY_BUDGET_SECONDS, max(SAFETY_BUDGET_SECONDS, per_run))
         count = min(len(run_ids), int(self._safety_credit / per_run + 1e-9))
         self._safety_credit -= count * per_run
